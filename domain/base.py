@@ -1,0 +1,48 @@
+"""What every catalog event carries, and how natural keys become aggregate ids."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from eventsourcing.domain import Aggregate
+from pydantic import BaseModel, ConfigDict, Field
+
+# Fixed forever: changing it would orphan every stored aggregate.
+TOOLCAT_NAMESPACE = uuid.UUID("6f1d3c1e-6a41-5b8e-9d0e-2b7c0a7f4c11")
+
+
+def natural_id(kind: str, key: str) -> uuid.UUID:
+    """The aggregate id for a natural key, the same in every process (uniqueness across writers)."""
+    return uuid.uuid5(TOOLCAT_NAMESPACE, f"{kind}:{key}")
+
+
+class Meta(BaseModel):
+    """Who asked for a change, why, and under which idempotency key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str = Field(min_length=1)
+    reason: str | None = None
+    idempotency_key: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {"actor": self.actor, "reason": self.reason, "idempotency_key": self.idempotency_key}
+
+
+class CatalogEvent(Aggregate.Event):
+    """Base of every stored event: the metadata every change records."""
+
+    actor: str
+    reason: str | None
+    idempotency_key: str | None
+
+
+def record(aggregate: Aggregate, event_class: type[CatalogEvent], meta: Meta, **fields: Any) -> None:
+    """Trigger an event on an aggregate with the command's metadata."""
+    aggregate.trigger_event(event_class, **fields, **meta.fields())
+
+
+def create(aggregate_class: type[Aggregate], event_class: type[CatalogEvent], key: uuid.UUID,
+           meta: Meta, **fields: Any) -> Any:
+    """Start a new aggregate at a natural-key id with the command's metadata."""
+    return aggregate_class._create(event_class, id=key, **fields, **meta.fields())

@@ -1,0 +1,136 @@
+"""Every rejection the catalog can give, each with a stable code and exit status.
+
+The codes and exit statuses are part of the public command-line contract; never change one in place.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class ToolcatError(Exception):
+    """Base of every error the CLI turns into an exit status and an error document."""
+
+    code = "error"
+    exit_code = 1
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def as_document(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class UsageError(ToolcatError):
+    """Bad option, missing argument, unreadable file (exit 2)."""
+
+    code = "usage"
+    exit_code = 2
+
+
+class CatalogRuleError(ToolcatError):
+    """A command broke a catalog rule (exit 3); subclasses name which."""
+
+    exit_code = 3
+
+
+class InvalidId(CatalogRuleError):
+    code = "invalid_id"
+
+
+class ReservedPrefix(CatalogRuleError):
+    code = "reserved_prefix"
+
+
+class ReservedId(CatalogRuleError):
+    code = "reserved_id"
+
+
+class DuplicateTool(CatalogRuleError):
+    code = "duplicate_tool"
+
+
+class AliasConflict(CatalogRuleError):
+    code = "alias_conflict"
+
+
+class UnknownTool(CatalogRuleError):
+    code = "unknown_tool"
+
+
+class RetiredAlias(CatalogRuleError):
+    code = "retired_alias"
+
+
+class UnknownRelease(CatalogRuleError):
+    code = "unknown_release"
+
+
+class ReleaseOrder(CatalogRuleError):
+    code = "release_order"
+
+
+class WindowOpen(CatalogRuleError):
+    code = "window_open"
+
+
+class StepsIncomplete(CatalogRuleError):
+    code = "steps_incomplete"
+
+
+class InvalidSchema(CatalogRuleError):
+    code = "invalid_schema"
+
+
+class NotAnAlias(CatalogRuleError):
+    """The ID names a canonical tool where an alias was expected."""
+
+    code = "not_an_alias"
+
+
+class AliasState(CatalogRuleError):
+    """The alias is not in the lifecycle state the command needs (e.g. deprecating twice)."""
+
+    code = "alias_state"
+
+
+class DuplicateMilestone(CatalogRuleError):
+    code = "duplicate_milestone"
+
+
+class DuplicateStep(CatalogRuleError):
+    code = "duplicate_step"
+
+
+class PolicyAlreadySet(CatalogRuleError):
+    code = "policy_already_set"
+
+
+class InvalidPolicy(CatalogRuleError):
+    code = "invalid_policy"
+
+
+class Conflict(ToolcatError):
+    """A concurrent writer changed the same thing first (exit 4)."""
+
+    code = "conflict"
+    exit_code = 4
+
+
+class IdempotencyKeyReused(Conflict):
+    code = "idempotency_key_reused"
+
+
+class IntegrityFailure(ToolcatError):
+    """The history was altered or has a gap (exit 5)."""
+
+    code = "integrity"
+    exit_code = 5
+
+
+class Unavailable(ToolcatError):
+    """A database or broker could not be reached after bounded retries (exit 6)."""
+
+    code = "unavailable"
+    exit_code = 6

@@ -1,0 +1,43 @@
+"""The published names of stored events, and upcasting of old stored forms to the current one."""
+from __future__ import annotations
+
+from typing import Any
+
+from eventsourcing.domain import Aggregate
+
+from domain.idempotency import IdempotencyKey
+from domain.name import NameClaim
+from domain.policy import CatalogPolicy
+from domain.release import ReleaseTrain
+from domain.tool import Tool
+
+AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey)
+
+
+def _event_classes() -> dict[str, type]:
+    found: dict[str, type] = {}
+    for aggregate in AGGREGATES:
+        for name, value in vars(aggregate).items():
+            topic = getattr(value, "TOPIC", None)
+            if isinstance(value, type) and topic and name not in ("Event", "Created"):
+                found[topic] = value
+    return found
+
+
+EVENT_CLASSES = _event_classes()
+
+
+def current_version(event_type: str) -> int:
+    return getattr(EVENT_CLASSES[event_type], "class_version", 1)
+
+
+def upcast(event_type: str, version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an event's data from the version it was stored in to the current class version."""
+    cls = EVENT_CLASSES.get(event_type)
+    if cls is None:
+        return data
+    state = dict(data)
+    while version < getattr(cls, "class_version", 1):
+        getattr(cls, f"upcast_v{version}_v{version + 1}")(state)
+        version += 1
+    return state

@@ -1,0 +1,164 @@
+"""The Tool aggregate: one canonical ID, its static metadata, and its aliases' whole lifecycle."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from eventsourcing.domain import Aggregate
+
+from domain.base import CatalogEvent, Meta, create, natural_id, record
+from domain.errors import AliasState, RetiredAlias
+from domain.values import ToolSpec
+from domain.window import check_milestone, check_retirement, check_step
+
+
+def new_tool_key(tool_id: str) -> uuid.UUID:
+    """A tool's aggregate id comes from the ID it was first registered under; renames keep it."""
+    return natural_id("tool", tool_id)
+
+
+@dataclass
+class AliasRecord:
+    lifecycle: str  # alias | deprecated | retired
+    shim: bool = False
+    milestones: dict[str, str] = field(default_factory=dict)
+    steps: dict[int, str] = field(default_factory=dict)
+
+
+class Tool(Aggregate):
+    TOPIC = "Tool"
+
+    class Event(CatalogEvent):
+        TOPIC = "Tool.Event"
+
+    class Registered(Event, Aggregate.Created):
+        """v2 added `latest_release` (the release in force when the tool was registered)."""
+
+        TOPIC = "Tool.Registered"
+        class_version = 2
+        tool_id: str
+        spec: dict[str, Any]
+        latest_release: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["latest_release"] = None
+
+        def apply(self, tool: Tool) -> None:
+            tool.tool_id = self.tool_id
+            tool.spec = ToolSpec.model_validate(self.spec)
+            tool.aliases = {}
+            tool.canonical_since = self.latest_release
+
+    class Renamed(Event):
+        TOPIC = "Tool.Renamed"
+        old_id: str
+        new_id: str
+        latest_release: str | None
+
+        def apply(self, tool: Tool) -> None:
+            tool.aliases.pop(self.new_id, None)
+            tool.aliases[self.old_id] = AliasRecord(lifecycle="deprecated")
+            tool.tool_id = self.new_id
+            tool.canonical_since = self.latest_release
+
+    class AliasAdded(Event):
+        TOPIC = "Tool.AliasAdded"
+        alias: str
+        shim: bool
+
+        def apply(self, tool: Tool) -> None:
+            tool.aliases[self.alias] = AliasRecord(lifecycle="alias", shim=self.shim)
+
+    class AliasDeprecated(Event):
+        TOPIC = "Tool.AliasDeprecated"
+        alias: str
+
+        def apply(self, tool: Tool) -> None:
+            tool.aliases[self.alias].lifecycle = "deprecated"
+
+    class MilestoneRecorded(Event):
+        TOPIC = "Tool.MilestoneRecorded"
+        alias: str
+        milestone: str
+        release: str
+        evidence: str | None
+
+        def apply(self, tool: Tool) -> None:
+            tool.aliases[self.alias].milestones[self.milestone] = self.release
+
+    class StepRecorded(Event):
+        TOPIC = "Tool.StepRecorded"
+        alias: str
+        step: int
+        evidence: str
+
+        def apply(self, tool: Tool) -> None:
+            tool.aliases[self.alias].steps[self.step] = self.evidence
+
+    class AliasRetired(Event):
+        """Performs removal steps 3 and 4: the alias leaves normalization and resolving it is rejected."""
+
+        TOPIC = "Tool.AliasRetired"
+        alias: str
+        release: str
+
+        def apply(self, tool: Tool) -> None:
+            entry = tool.aliases[self.alias]
+            entry.lifecycle = "retired"
+            entry.steps[3] = entry.steps[4] = f"retired in {self.release}"
+
+    def __init__(self) -> None:
+        self.tool_id: str
+        self.spec: ToolSpec
+        self.aliases: dict[str, AliasRecord]
+        self.canonical_since: str | None
+
+    @classmethod
+    def register(cls, tool_id: str, spec: ToolSpec, latest_release: str | None, meta: Meta) -> Tool:
+        return create(cls, cls.Registered, new_tool_key(tool_id), meta, tool_id=tool_id,
+                      spec=spec.model_dump(mode="json"), latest_release=latest_release)
+
+    def rename(self, new_id: str, latest_release: str | None, meta: Meta) -> None:
+        record(self, self.Renamed, meta, old_id=self.tool_id, new_id=new_id, latest_release=latest_release)
+
+    def add_alias(self, alias: str, shim: bool, meta: Meta) -> None:
+        record(self, self.AliasAdded, meta, alias=alias, shim=shim)
+
+    def deprecate_alias(self, alias: str, meta: Meta) -> None:
+        self._require_lifecycle(alias, "alias", "it is already deprecated")
+        record(self, self.AliasDeprecated, meta, alias=alias)
+
+    def record_milestone(self, alias: str, milestone: str, release: str, evidence: str | None,
+                         meta: Meta) -> None:
+        self._require_lifecycle(alias, "deprecated", "milestones belong to deprecated aliases")
+        check_milestone(milestone, self.aliases[alias].milestones)
+        record(self, self.MilestoneRecorded, meta, alias=alias, milestone=milestone, release=release,
+               evidence=evidence)
+
+    def record_step(self, alias: str, step: int, evidence: str, meta: Meta) -> None:
+        entry = self._alias(alias)
+        if entry.lifecycle == "alias":
+            raise AliasState(f"'{alias}' is not deprecated; removal steps apply to deprecated aliases",
+                             alias=alias, lifecycle=entry.lifecycle)
+        check_step(step, entry.steps, retired=entry.lifecycle == "retired")
+        record(self, self.StepRecorded, meta, alias=alias, step=step, evidence=evidence)
+
+    def retire_alias(self, alias: str, release: str, introduced_release: str | None, meta: Meta) -> None:
+        self._require_lifecycle(alias, "deprecated", "only a deprecated alias can be retired")
+        entry = self.aliases[alias]
+        check_retirement(release, entry.milestones, introduced_release, entry.steps)
+        record(self, self.AliasRetired, meta, alias=alias, release=release)
+
+    def _alias(self, alias: str) -> AliasRecord:
+        return self.aliases[alias]
+
+    def _require_lifecycle(self, alias: str, wanted: str, why: str) -> None:
+        entry = self._alias(alias)
+        if entry.lifecycle == "retired":
+            raise RetiredAlias(f"'{alias}' was retired; use '{self.tool_id}'",
+                               alias=alias, canonical_id=self.tool_id)
+        if entry.lifecycle != wanted:
+            raise AliasState(f"'{alias}' is {entry.lifecycle}: {why}", alias=alias,
+                             lifecycle=entry.lifecycle, canonical_id=self.tool_id)

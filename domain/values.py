@@ -1,0 +1,62 @@
+"""Value objects: the static taxonomy metadata of a tool."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Group = Literal["core", "retrieval", "memory", "environment", "node", "orchestration", "extension"]
+Tier = Literal["default", "advanced"]
+Visibility = Literal["public", "internal", "runtime_only"]
+Source = Literal["builtin", "builtin_mcp", "mcp", "plugin", "connector", "image"]
+Risk = Literal["read_only", "safe_create", "safe_update", "destructive_update", "destructive_delete"]
+AliasLifecycle = Literal["alias", "deprecated", "retired"]
+
+GROUPS: tuple[str, ...] = Group.__args__  # type: ignore[attr-defined]
+TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
+VISIBILITIES: tuple[str, ...] = Visibility.__args__  # type: ignore[attr-defined]
+SOURCES: tuple[str, ...] = Source.__args__  # type: ignore[attr-defined]
+RISKS: tuple[str, ...] = Risk.__args__  # type: ignore[attr-defined]
+
+
+def default_family(tool_id: str, source: str) -> str:
+    """The family a tool belongs to when the operator names none: its ID without the action."""
+    if source == "mcp":
+        return "mcp"
+    head, _, _ = tool_id.rpartition(".")
+    return head or "standalone"
+
+
+class ToolSpec(BaseModel):
+    """Everything about a tool that does not depend on who is looking at it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Source
+    group: Group
+    tier: Tier
+    visibility: Visibility
+    family: str | None = None
+    backing_server: str | None = None
+    plugin: str | None = None
+    description: str | None = None
+    input_schema: Any = None  # any JSON; its validity as a JSON Schema is judged at registration
+    schema_valid: bool = True
+    classes: list[str] = Field(default_factory=list)
+    risk: Risk | None = None
+    requires_state: bool = False
+
+    @model_validator(mode="after")
+    def _provenance_is_consistent(self) -> ToolSpec:
+        if self.source == "plugin" and not self.plugin:
+            raise ValueError("a plugin tool needs --plugin naming the plugin that owns it")
+        if self.plugin and self.source != "plugin":
+            raise ValueError("--plugin is only for tools with --source plugin")
+        if len(set(self.classes)) != len(self.classes):
+            raise ValueError("a class label is given twice")
+        return self
+
+    def with_family(self, tool_id: str) -> ToolSpec:
+        if self.family:
+            return self
+        return self.model_copy(update={"family": default_family(tool_id, self.source)})

@@ -1,0 +1,111 @@
+"""Handlers of the read and pipeline commands."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from infra.context import Context
+from infra.render import print_json, print_table, print_text
+from infra.wiring import open_read_model
+from projections import queries
+from projections.audit import verify
+from projections.catchup import catch_up
+from projections.projector import Projector, Tracking
+
+
+def emit(ctx: Context, document: Any, human: str) -> int:
+    print_json(document) if ctx.as_json else print_text(human)
+    return 0
+
+
+def cmd_resolve(ctx: Context) -> int:
+    found = queries.resolve(ctx.read_model(), ctx.args.id)
+    note = " (shim)" if found["shim"] else ""
+    return emit(ctx, found, f"{found['input']} → {found['canonical_id']} [{found['lifecycle']}{note}]")
+
+
+def _tool_lines(tool: dict[str, Any]) -> str:
+    fields = ["canonical_id", "family", "group", "tier", "visibility", "lifecycle", "source", "backing_server",
+              "plugin", "description", "risk", "schema_valid", "requires_state"]
+    lines = [f"{name:>15}: {tool[name]}" for name in fields if tool.get(name) not in (None, "")]
+    lines.append(f"{'classes':>15}: {', '.join(tool['classes']) or '-'}")
+    aliases = ", ".join(f"{a['id']} ({a['lifecycle']}{', shim' if a['shim'] else ''})" for a in tool["aliases"])
+    lines.append(f"{'aliases':>15}: {aliases or '-'}")
+    return "\n".join(lines)
+
+
+def cmd_tool_show(ctx: Context) -> int:
+    tool = queries.tool_show(ctx.read_model(), ctx.args.id)
+    return emit(ctx, tool, _tool_lines(tool))
+
+
+def cmd_tool_list(ctx: Context) -> int:
+    a = ctx.args
+    page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor)
+    if ctx.as_json:
+        print_json(page)
+        return 0
+    print_table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],
+                [[t["canonical_id"], t["group"], t["tier"], t["visibility"], t["source"],
+                  ", ".join(x["id"] for x in t["aliases"])] for t in page["tools"]])
+    if page["next_cursor"]:
+        print_text(f"more: --cursor {page['next_cursor']}")
+    return 0
+
+
+def cmd_audit_verify(ctx: Context) -> int:
+    report = verify(ctx.catalog, ctx.read_model())
+    return emit(ctx, report, f"ok: {report['events']} events, chain head {report['head']}")
+
+
+def cmd_audit_alias(ctx: Context) -> int:
+    report = queries.audit_alias(ctx.read_model(), ctx.args.alias)
+    if ctx.as_json:
+        print_json(report)
+        return 0
+    window = report["window"]
+    print_text(f"{report['alias']} → {report['canonical_id']} [{report['state']}]\n"
+               f"window: opened {window['opened_release'] or '-'}, earliest removal "
+               f"{window['earliest_removal_release'] or '-'}, {'closed' if window['closed'] else 'open'}")
+    print_table("milestones", ["name", "release", "position", "evidence"],
+                [[m["name"], m["release"], m["position"], m["evidence"]] for m in report["milestones"]])
+    print_table("removal steps", ["step", "position", "recorded_at", "actor", "evidence"],
+                [[s["step"], s["position"], s["recorded_at"], s["actor"], s["evidence"]] for s in report["steps"]])
+    return 0
+
+
+def _progress(ctx: Context) -> Any:
+    if ctx.as_json or not sys.stderr.isatty():
+        return None
+
+    def show(tracking: Tracking) -> None:
+        sys.stderr.write(f"\rprojected {tracking.events} events, position {tracking.position}")
+        sys.stderr.flush()
+    return show
+
+
+def cmd_project(ctx: Context) -> int:
+    con = open_read_model(ctx.settings)
+    ctx._con = con
+    before = Projector(con).tracking()
+    after = catch_up(ctx.catalog, Projector(con), progress=_progress(ctx))
+    document = {"position": after.position, "applied": after.events - before.events}
+    return emit(ctx, document, f"read model at position {after.position} ({document['applied']} new events)")
+
+
+def cmd_rebuild(ctx: Context) -> int:
+    """Build a fresh read model beside the live one, then swap it in with one atomic rename."""
+    live = ctx.settings.read_model_path
+    fresh = live.with_name(live.name + ".rebuild")
+    fresh.unlink(missing_ok=True)
+    con = open_read_model(ctx.settings, fresh)
+    try:
+        tracking = catch_up(ctx.catalog, Projector(con), progress=_progress(ctx))
+    finally:
+        con.close()
+    # A stale write-ahead log of the old file must not be replayed onto the new one.
+    live.with_name(live.name + ".wal").unlink(missing_ok=True)
+    os.replace(fresh, live)
+    document = {"position": tracking.position, "events": tracking.events}
+    return emit(ctx, document, f"rebuilt the read model: {tracking.events} events, position {tracking.position}")

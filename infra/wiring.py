@@ -1,0 +1,86 @@
+"""Builds the application, the event store and the DuckDB connection from settings, when asked."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+import duckdb
+
+from domain.catalog import Catalog
+from domain.errors import Unavailable, UsageError
+from infra.settings import Settings
+from projections.migrate import migrate
+
+
+def store_env(settings: Settings) -> dict[str, str]:
+    """eventsourcing's configuration for the event store named by the settings."""
+    if not settings.event_store_url:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        return {"PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": str(settings.event_store_path),
+                "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout_seconds),
+                "CREATE_TABLE": "y"}
+    return postgres_env(settings.event_store_url)
+
+
+def postgres_env(url: str) -> dict[str, str]:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgresql", "postgres") or not parsed.path.strip("/"):
+        raise UsageError(f"TOOLCAT_EVENT_STORE_URL must look like postgresql://user@host:5432/dbname, got {url!r}")
+    env = {"PERSISTENCE_MODULE": "eventsourcing.postgres",
+           "POSTGRES_DBNAME": parsed.path.strip("/"),
+           "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
+           "POSTGRES_PORT": str(parsed.port or 5432),
+           "POSTGRES_USER": unquote(parsed.username or "postgres"),
+           "POSTGRES_PASSWORD": unquote(parsed.password or ""),
+           "POSTGRES_CONNECT_TIMEOUT": "5",
+           "CREATE_TABLE": "y"}
+    schema = parse_qs(parsed.query).get("schema")
+    if schema:
+        env["POSTGRES_SCHEMA"] = schema[0]
+    return env
+
+
+def open_catalog(settings: Settings) -> Catalog:
+    try:
+        return Catalog(env=store_env(settings))
+    except UsageError:
+        raise
+    except Exception as error:  # the driver's own errors differ per store; all mean "cannot reach it"
+        raise Unavailable(f"cannot open the event store: {error}", store=describe_store(settings)) from error
+
+
+def describe_store(settings: Settings) -> str:
+    if settings.event_store_url:
+        parsed = urlparse(settings.event_store_url)
+        return f"postgresql://{parsed.hostname}:{parsed.port or 5432}{parsed.path}"
+    return str(settings.event_store_path)
+
+
+def _is_lock_conflict(error: duckdb.Error) -> bool:
+    return "lock" in str(error).lower()
+
+
+def open_read_model(settings: Settings, path: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-write DuckDB connection with the schema migrated.
+
+    DuckDB allows one writing process at a time; another command holding the file makes us wait and
+    retry (bounded), rather than fail at once.
+    """
+    target = path or settings.read_model_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + settings.duckdb_lock_wait_seconds
+    delay = 0.02
+    while True:
+        try:
+            con = duckdb.connect(str(target))
+            break
+        except duckdb.IOException as error:
+            if not _is_lock_conflict(error) or time.monotonic() > deadline:
+                raise Unavailable(f"the read model {target} is locked by another process: {error}",
+                                  path=str(target)) from error
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+    migrate(con)
+    return con

@@ -1,0 +1,122 @@
+"""The catalog part of the read model: naming policy, releases, tools, aliases, milestones, steps."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from projections.envelope import Envelope
+from projections.rows import AppendRows, GroupedRows, scalar
+
+Handler = Callable[[Envelope, dict[str, Any]], None]
+
+
+def when(envelope: Envelope) -> datetime:
+    return datetime.fromisoformat(envelope.recorded_at)
+
+
+class CatalogPart:
+    """One small method per event type; rows are buffered and written in bulk by `flush`."""
+
+    def __init__(self) -> None:
+        self.policy = AppendRows("naming_policy")
+        self.releases = AppendRows("releases")
+        self.milestones = AppendRows("alias_milestones")
+        self.steps = AppendRows("alias_steps")
+        self.tools = GroupedRows("tools", key="tool_key", group="tool_key")
+        self.aliases = GroupedRows("aliases", key="alias", group="tool_key")
+        self._release_count: int | None = None
+        self.handlers: dict[str, Handler] = {
+            "Policy.Recorded": self.policy_recorded,
+            "Releases.Started": self.ignore,
+            "Releases.Published": self.release_published,
+            "Tool.Registered": self.tool_registered,
+            "Tool.Renamed": self.tool_renamed,
+            "Tool.AliasAdded": self.alias_added,
+            "Tool.AliasDeprecated": self.alias_deprecated,
+            "Tool.MilestoneRecorded": self.milestone_recorded,
+            "Tool.StepRecorded": self.step_recorded,
+            "Tool.AliasRetired": self.alias_retired,
+            "Name.Claimed": self.ignore,
+            "IdempotencyKey.Used": self.ignore,
+        }
+
+    def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
+        tool_keys = {e.originator_id for e in envelopes if e.type.startswith("Tool.")}
+        self.tools.load(con, tool_keys)
+        self.aliases.load(con, tool_keys)
+        if any(e.type == "Releases.Published" for e in envelopes):
+            self._release_count = scalar(con, "SELECT count(*) FROM releases")
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        for rows in (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases):
+            rows.flush(con)
+
+    # -- handlers ---------------------------------------------------------------------------------
+    def ignore(self, envelope: Envelope, data: dict[str, Any]) -> None:
+        """Events that only guard uniqueness or start an aggregate change nothing here."""
+
+    def policy_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.policy.add(name=data["policy"]["name"], policy=json.dumps(data["policy"]),
+                        position=e.position, recorded_at=when(e))
+
+    def release_published(self, e: Envelope, data: dict[str, Any]) -> None:
+        assert self._release_count is not None
+        self._release_count += 1
+        self.releases.add(version=data["version"], seq=self._release_count, position=e.position,
+                          recorded_at=when(e), actor=e.actor)
+
+    def tool_registered(self, e: Envelope, data: dict[str, Any]) -> None:
+        spec = data["spec"]
+        schema = spec.get("input_schema")
+        self.tools.put({
+            "tool_key": e.originator_id, "canonical_id": data["tool_id"], "family": spec.get("family"),
+            "group_name": spec["group"], "tier": spec["tier"], "visibility": spec["visibility"],
+            "source": spec["source"], "backing_server": spec.get("backing_server"),
+            "plugin": spec.get("plugin"), "description": spec.get("description"),
+            "input_schema": None if schema is None else json.dumps(schema),
+            "schema_valid": spec.get("schema_valid", True), "classes": list(spec.get("classes", [])),
+            "risk": spec.get("risk"), "requires_state": spec.get("requires_state", False),
+            "registered_position": e.position, "registered_at": when(e),
+            "canonical_position": e.position, "updated_position": e.position,
+        })
+
+    def tool_renamed(self, e: Envelope, data: dict[str, Any]) -> None:
+        tool = self.tools.get(e.originator_id)
+        tool.update(canonical_id=data["new_id"], canonical_position=e.position, updated_position=e.position)
+        self.aliases.remove(data["new_id"])
+        self.aliases.put({
+            "alias": data["old_id"], "tool_key": e.originator_id, "lifecycle": "deprecated", "shim": False,
+            "added_position": e.position, "deprecated_position": e.position, "retired_position": None,
+            "retired_release": None, "updated_position": e.position,
+        })
+
+    def alias_added(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.aliases.put({
+            "alias": data["alias"], "tool_key": e.originator_id, "lifecycle": "alias",
+            "shim": data["shim"], "added_position": e.position, "deprecated_position": None,
+            "retired_position": None, "retired_release": None, "updated_position": e.position,
+        })
+
+    def alias_deprecated(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.aliases.get(data["alias"]).update(lifecycle="deprecated", deprecated_position=e.position,
+                                               updated_position=e.position)
+
+    def milestone_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.milestones.add(alias=data["alias"], milestone=data["milestone"], release=data["release"],
+                            evidence=data.get("evidence"), position=e.position, recorded_at=when(e),
+                            actor=e.actor)
+
+    def step_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.steps.add(alias=data["alias"], step=data["step"], evidence=data["evidence"],
+                       position=e.position, recorded_at=when(e), actor=e.actor)
+
+    def alias_retired(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.aliases.get(data["alias"]).update(lifecycle="retired", retired_position=e.position,
+                                               retired_release=data["release"], updated_position=e.position)
+        for step in (3, 4):
+            self.steps.add(alias=data["alias"], step=step, evidence=f"retired in {data['release']}",
+                           position=e.position, recorded_at=when(e), actor=e.actor)

@@ -1,0 +1,48 @@
+"""DuckDB schema migrations: numbered SQL files applied once each, in order."""
+from __future__ import annotations
+
+from importlib import resources
+
+import duckdb
+
+from projections.rows import run
+
+
+def migration_files() -> list[tuple[int, str, str]]:
+    folder = resources.files("projections") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            number = int(entry.name.split("_", 1)[0])
+            found.append((number, entry.name, entry.read_text()))
+    return sorted(found)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply every migration not yet applied; returns the names applied now."""
+    run(con, "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER NOT NULL, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    done = {row[0] for row in run(con, "SELECT version FROM schema_migrations")}
+    applied = []
+    for number, name, sql in migration_files():
+        if number in done:
+            continue
+        run(con, "BEGIN TRANSACTION")
+        try:
+            run(con, sql)
+            run(con, "INSERT INTO schema_migrations VALUES (?, ?, now())", [number, name])
+            run(con, "COMMIT")
+        except BaseException:
+            run(con, "ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+def is_migrated(con: duckdb.DuckDBPyConnection) -> bool:
+    exists = run(con, "SELECT count(*) FROM information_schema.tables "
+                      "WHERE table_name = 'schema_migrations'")[0][0]
+    if not exists:
+        return False
+    done = {row[0] for row in run(con, "SELECT version FROM schema_migrations")}
+    return all(number in done for number, _, _ in migration_files())

@@ -1,0 +1,115 @@
+"""The one projector: envelopes in, DuckDB rows out, one transaction per batch.
+
+The in-process catch-up and the Kafka consumer both hand envelopes here. Each batch checks the chain
+(`prev_position`, `prev_hash`, `hash`), skips what it already applied, and commits its rows together
+with the tracking row, so a crash between batches loses nothing and applies nothing twice.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import duckdb
+
+from domain.errors import IntegrityFailure
+from domain.registry import upcast
+from projections.catalog_part import CatalogPart, Handler, when
+from projections.envelope import GENESIS_HASH, Envelope
+from projections.rows import insert_rows, run
+
+PROJECTION = "catalog"
+
+
+class Part(Protocol):
+    handlers: dict[str, Handler]
+
+    def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None: ...
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None: ...
+
+
+@dataclass(frozen=True)
+class Tracking:
+    position: int
+    hash: str
+    events: int
+
+
+def read_tracking(con: duckdb.DuckDBPyConnection) -> Tracking:
+    rows = run(con, "SELECT position, hash, events FROM tracking WHERE projection = ?", [PROJECTION])
+    return Tracking(*rows[0]) if rows else Tracking(0, GENESIS_HASH, 0)
+
+
+def check_chain(envelopes: list[Envelope], tracking: Tracking) -> None:
+    """Every envelope must follow the last applied one exactly; a hole or a broken link stops us."""
+    position, head = tracking.position, tracking.hash
+    for envelope in envelopes:
+        if envelope.prev_position != position:
+            raise IntegrityFailure(
+                f"gap in the event stream: expected an event following position {position}, got position "
+                f"{envelope.position} which follows {envelope.prev_position}",
+                expected_prev_position=position, position=envelope.position,
+                prev_position=envelope.prev_position)
+        if envelope.prev_hash != head or envelope.expected_hash() != envelope.hash:
+            raise IntegrityFailure(f"hash chain broken at position {envelope.position}",
+                                   position=envelope.position)
+        position, head = envelope.position, envelope.hash
+
+
+class Projector:
+    def __init__(self, con: duckdb.DuckDBPyConnection, parts: list[Part] | None = None) -> None:
+        self.con = con
+        self.parts: list[Part] = parts if parts is not None else [CatalogPart()]
+        self.handlers: dict[str, Handler] = {}
+        for part in self.parts:
+            self.handlers.update(part.handlers)
+
+    def tracking(self) -> Tracking:
+        return read_tracking(self.con)
+
+    def apply(self, envelopes: list[Envelope]) -> Tracking:
+        """Apply one batch in one transaction; returns the new tracking position."""
+        tracking = self.tracking()
+        fresh = [e for e in envelopes if e.position > tracking.position]
+        if not fresh:
+            return tracking
+        check_chain(fresh, tracking)
+        unknown = sorted({e.type for e in fresh} - set(self.handlers))
+        if unknown:
+            raise IntegrityFailure(f"event type {unknown[0]} is unknown to this version of toolcat; "
+                                   "upgrade before projecting", types=unknown)
+        run(self.con, "BEGIN TRANSACTION")
+        try:
+            new_tracking = self._apply_fresh(fresh, tracking)
+            run(self.con, "COMMIT")
+        except BaseException:
+            run(self.con, "ROLLBACK")
+            raise
+        return new_tracking
+
+    def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking) -> Tracking:
+        for part in self.parts:
+            part.prefetch(self.con, fresh)
+        for envelope in fresh:
+            data = upcast(envelope.type, envelope.type_version, envelope.data)
+            self.handlers[envelope.type](envelope, data)
+        for part in self.parts:
+            part.flush(self.con)
+        insert_rows(self.con, "events", [event_row(e) for e in fresh])
+        last = fresh[-1]
+        new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
+        run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])
+        run(self.con, "INSERT INTO tracking VALUES (?, ?, ?, ?, now())",
+                         [PROJECTION, new_tracking.position, new_tracking.hash, new_tracking.events])
+        return new_tracking
+
+
+def event_row(e: Envelope) -> dict[str, Any]:
+    return {
+        "position": e.position, "prev_position": e.prev_position, "originator_id": e.originator_id,
+        "originator_version": e.originator_version, "type": e.type, "type_version": e.type_version,
+        "recorded_at": when(e), "actor": e.actor, "reason": e.reason,
+        "idempotency_key": e.idempotency_key, "data": json.dumps(e.data, sort_keys=True),
+        "prev_hash": e.prev_hash, "hash": e.hash,
+    }

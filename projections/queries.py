@@ -1,0 +1,123 @@
+"""Read-side answers of the catalog core, from DuckDB only."""
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import duckdb
+
+from domain.errors import RetiredAlias, UnknownTool, UsageError
+from domain.window import earliest_removal
+from projections.rows import scalar, select_rows
+
+_TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t.visibility, t.source,
+    t.backing_server, t.plugin, t.description, t.classes, t.risk, t.schema_valid, t.requires_state"""
+
+
+def lookup(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
+    """What an ID names: the canonical tool, or one of its aliases. Rejects unknown and retired IDs."""
+    rows = select_rows(con, """
+        SELECT ? AS input, t.canonical_id, t.tool_key, 'canonical' AS lifecycle, false AS shim
+        FROM tools t WHERE t.canonical_id = ?
+        UNION ALL
+        SELECT a.alias, t.canonical_id, t.tool_key, a.lifecycle, a.shim
+        FROM aliases a JOIN tools t USING (tool_key) WHERE a.alias = ?""", [tool_id, tool_id, tool_id])
+    if not rows:
+        raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
+    row = rows[0]
+    if row["lifecycle"] == "retired":
+        raise RetiredAlias(f"'{tool_id}' was retired; use '{row['canonical_id']}' instead",
+                           tool_id=tool_id, canonical_id=row["canonical_id"])
+    return row
+
+
+def resolve(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
+    row = lookup(con, tool_id)
+    return {"input": tool_id, "canonical_id": row["canonical_id"], "lifecycle": row["lifecycle"],
+            "shim": row["shim"]}
+
+
+def _describe(tool: dict[str, Any], aliases: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "canonical_id": tool["canonical_id"], "family": tool["family"], "group": tool["group_name"],
+        "tier": tool["tier"], "visibility": tool["visibility"], "lifecycle": "canonical",
+        "source": tool["source"], "backing_server": tool["backing_server"], "plugin": tool["plugin"],
+        "description": tool["description"], "classes": list(tool["classes"] or []), "risk": tool["risk"],
+        "schema_valid": tool["schema_valid"], "requires_state": tool["requires_state"],
+        "aliases": [{"id": a["alias"], "lifecycle": a["lifecycle"], "shim": a["shim"]} for a in aliases],
+    }
+
+
+def _aliases_by_tool(con: duckdb.DuckDBPyConnection, tool_keys: list[str]) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = {key: [] for key in tool_keys}
+    for row in select_rows(con, "SELECT tool_key, alias, lifecycle, shim FROM aliases WHERE tool_key IN "
+                                "(SELECT unnest(?::VARCHAR[])) ORDER BY alias", [tool_keys]):
+        grouped[row["tool_key"]].append(row)
+    return grouped
+
+
+def tool_show(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
+    """A tool's descriptor, found by its canonical ID or any live alias."""
+    key = lookup(con, tool_id)["tool_key"]
+    tool = select_rows(con, f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE tool_key = ?", [key])[0]
+    return _describe(tool, _aliases_by_tool(con, [key])[key])
+
+
+def encode_cursor(last_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": last_id}).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return json.loads(base64.urlsafe_b64decode(padded))["after"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"--cursor {cursor!r} is not a cursor this command returned",
+                         cursor=cursor) from error
+
+
+def tool_list(con: duckdb.DuckDBPyConnection, group: str | None = None, family: str | None = None,
+              limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page."""
+    if limit < 1 or limit > 10_000:
+        raise UsageError("--limit must be between 1 and 10000", limit=limit)
+    after = decode_cursor(cursor) if cursor else None
+    tools = select_rows(con, f"""
+        SELECT {_TOOL_COLUMNS} FROM tools t
+        WHERE (?::VARCHAR IS NULL OR t.group_name = ?) AND (?::VARCHAR IS NULL OR t.family = ?)
+          AND (?::VARCHAR IS NULL OR t.canonical_id > ?)
+        ORDER BY t.canonical_id LIMIT ?""", [group, group, family, family, after, after, limit + 1])
+    page, more = tools[:limit], len(tools) > limit
+    aliases = _aliases_by_tool(con, [t["tool_key"] for t in page])
+    return {"tools": [_describe(t, aliases[t["tool_key"]]) for t in page],
+            "next_cursor": encode_cursor(page[-1]["canonical_id"]) if more else None}
+
+
+def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
+    """An alias's deprecation window, milestones and removal steps, each with its event position."""
+    rows = select_rows(con, """SELECT a.*, t.canonical_id FROM aliases a JOIN tools t USING (tool_key)
+                               WHERE a.alias = ?""", [alias])
+    if not rows:
+        raise UnknownTool(f"no alias '{alias}' in the catalog", tool_id=alias)
+    entry = rows[0]
+    milestones = select_rows(con, "SELECT milestone AS name, release, position, evidence FROM "
+                                  "alias_milestones WHERE alias = ? ORDER BY position", [alias])
+    steps = select_rows(con, "SELECT step, position, recorded_at, actor, evidence FROM alias_steps "
+                             "WHERE alias = ? ORDER BY step", [alias])
+    opened = None
+    if entry["deprecated_position"] is not None:
+        opened = scalar(con, "SELECT version FROM releases WHERE position > ? ORDER BY seq LIMIT 1",
+                        [entry["deprecated_position"]])
+    for step in steps:
+        step["recorded_at"] = step["recorded_at"].isoformat(timespec="microseconds")
+    return {
+        "alias": alias, "canonical_id": entry["canonical_id"], "state": entry["lifecycle"],
+        "shim": entry["shim"],
+        "window": {"opened_release": opened,
+                   "earliest_removal_release": earliest_removal({m["name"]: m["release"] for m in milestones}),
+                   "closed": entry["lifecycle"] == "retired",
+                   "retired_release": entry["retired_release"]},
+        "milestones": milestones,
+        "steps": steps,
+    }
