@@ -19,6 +19,7 @@ from domain.naming import NamingPolicy, preset
 from domain.policy import POLICY_KEY, CatalogPolicy
 from domain.release import RELEASES_KEY, ReleaseTrain
 from domain.schema_check import schema_problems
+from domain.subject_cases import SubjectUseCases
 from domain.tool import Tool
 from domain.values import ToolSpec
 
@@ -60,19 +61,17 @@ class Batch:
             stored = self.catalog.get_or_none(POLICY_KEY)
             if stored is None:
                 stored = CatalogPolicy.record(preset(DEFAULT_POLICY), self.meta)
-                self.add(stored)
+                self.aggregates.insert(0, stored)
             self._policy = stored.policy
         return self._policy
 
     def releases(self) -> ReleaseTrain:
+        """The release train; a catalog that never published gets a new one, saved only if added."""
         train = self.catalog.get_or_none(RELEASES_KEY)
-        if train is None:
-            train = ReleaseTrain.start(self.meta)
-        self.add(train)
-        return train
+        return ReleaseTrain.start(self.meta) if train is None else train
 
 
-class Catalog(Application[uuid.UUID]):
+class Catalog(SubjectUseCases, Application[uuid.UUID]):
     name = "Catalog"
 
     # -- reading aggregates -------------------------------------------------------------------
@@ -101,6 +100,9 @@ class Catalog(Application[uuid.UUID]):
             return WriteResult(position=None, events=[], replayed_key=key)
         batch = Batch(self, meta)
         build(batch)
+        changes = any(getattr(a, "pending_events", None) for a in batch.aggregates)
+        if changes and not any(isinstance(a, CatalogPolicy) for a in batch.aggregates):
+            batch.policy  # noqa: B018 - records the default policy on a catalog's first write
         if key:
             batch.aggregates.insert(0, IdempotencyKey.use(key, command, digest, meta))
         try:
@@ -138,7 +140,9 @@ class Catalog(Application[uuid.UUID]):
 
     def publish_release(self, version: str, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
-            batch.releases().publish(version, meta)
+            train = batch.releases()
+            train.publish(version, meta)
+            batch.add(train)
         return self.execute("release.publish", {"version": version}, meta, build)
 
     def register_tool(self, tool_id: str, spec: ToolSpec, meta: Meta) -> WriteResult:
@@ -155,9 +159,12 @@ class Catalog(Application[uuid.UUID]):
     def rename_tool(self, old_id: str, new_id: str, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             tool = self.canonical_tool(old_id)
+            if new_id == old_id:
+                raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
             batch.policy.check_tool_id(new_id, tool.spec.source)
             owner = self.owner_of(new_id)
             promoting_own_alias = (owner is not None and owner.id == tool.id
+                                   and tool.aliases.get(new_id) is not None
                                    and tool.aliases[new_id].lifecycle != "retired")
             if not promoting_own_alias:
                 self._require_free(new_id, as_what="the new canonical ID")
@@ -233,7 +240,7 @@ class Catalog(Application[uuid.UUID]):
         if owner is None:
             return
         if owner.tool_id == tool_id:
-            if as_what == "a tool":
+            if as_what in ("a tool", "the new canonical ID"):
                 raise DuplicateTool(f"tool '{tool_id}' is already registered", tool_id=tool_id)
             raise AliasConflict(f"'{tool_id}' is already the canonical ID of a tool and cannot be {as_what}",
                                 tool_id=tool_id, canonical_id=tool_id)

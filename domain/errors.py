@@ -134,3 +134,47 @@ class Unavailable(ToolcatError):
 
     code = "unavailable"
     exit_code = 6
+
+
+class UnknownSubject(CatalogRuleError):
+    code = "unknown_subject"
+
+
+class DuplicateSubject(CatalogRuleError):
+    code = "duplicate_subject"
+
+
+class InvalidName(CatalogRuleError):
+    """A unit, agent, connector or image name that is not a valid name."""
+
+    code = "invalid_name"
+
+
+class UnknownConnector(CatalogRuleError):
+    code = "unknown_connector"
+
+
+class DuplicateConnector(CatalogRuleError):
+    code = "duplicate_connector"
+
+
+class AlreadyBound(CatalogRuleError):
+    code = "already_bound"
+
+
+class NotBound(CatalogRuleError):
+    code = "not_bound"
+
+
+class UnknownGrant(CatalogRuleError):
+    code = "unknown_grant"
+
+
+class DuplicateGrant(CatalogRuleError):
+    code = "duplicate_grant"
+
+
+class InvalidPattern(CatalogRuleError):
+    """A grant target or allowlist pattern of the wrong shape."""
+
+    code = "invalid_pattern"

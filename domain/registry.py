@@ -5,21 +5,26 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
+from domain.connector import Connector
+from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
 from domain.name import NameClaim
 from domain.policy import CatalogPolicy
 from domain.release import ReleaseTrain
+from domain.subjects import Agent, Unit
 from domain.tool import Tool
 
-AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey)
+AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
+                                           Connector, SubjectGrants)
 
 
 def _event_classes() -> dict[str, type]:
     found: dict[str, type] = {}
     for aggregate in AGGREGATES:
-        for name, value in vars(aggregate).items():
-            topic = getattr(value, "TOPIC", None)
-            if isinstance(value, type) and topic and name not in ("Event", "Created"):
+        for value in vars(aggregate).values():
+            # Only classes that declare their own published name; base and generated classes do not.
+            topic = vars(value).get("TOPIC") if isinstance(value, type) else None
+            if topic and not topic.endswith(".Event"):
                 found[topic] = value
     return found
 

@@ -50,12 +50,15 @@ class ReleaseTrain(Aggregate):
 
     def require(self, version: str) -> str:
         """The published release matching `version`, or UnknownRelease."""
-        canonical = str(Version.parse(version))
-        if canonical not in self.versions:
-            raise UnknownRelease(
-                f"release {canonical} has not been published; publish it first with "
-                f"'toolcat release publish {canonical}'", release=canonical, published=self.versions[-5:])
-        return canonical
+        wanted = Version.parse(version)
+        # Build metadata does not make another release (SemVer precedence ignores it).
+        for published in self.versions:
+            if Version.parse(published) == wanted:
+                return published
+        canonical = str(wanted)
+        raise UnknownRelease(f"release {canonical} has not been published; publish it first with "
+                             f"'toolcat release publish {canonical}'", release=canonical,
+                             published=self.versions[-5:])
 
     def first_after(self, version: str | None) -> str | None:
         """The first release published after `version` (None: the first release ever)."""

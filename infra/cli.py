@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from domain.errors import ToolcatError, Unavailable, UsageError
 from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
 from domain.window import MILESTONES
-from infra import commands, reads
+from infra import commands, reads, subject_commands as subjects
 from infra.context import Context
 from infra.render import print_error
 from infra.settings import Settings
@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("alias", metavar="ALIAS")
     p.add_argument("--release", required=True, metavar="VERSION")
 
+    _subject_commands(c)
     c.add("resolve", reads.cmd_resolve, "resolve an ID or alias to its canonical ID", "read") \
         .add_argument("id", metavar="ID")
     c.group("audit", "check the history")
@@ -142,6 +143,56 @@ def build_parser() -> argparse.ArgumentParser:
     from infra.demo import cmd_demo
     c.add("demo", cmd_demo, "run the example story in the catalog home", "pipeline")
     return root
+
+
+def _moment_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--at", type=int, metavar="POSITION", help="as of this event position")
+    parser.add_argument("--as-of", metavar="ISO8601", help="as of this time")
+
+
+def _subject_commands(c: Commands) -> None:
+    c.group("unit", "units (nested groups of agents)")
+    p = c.add("unit create", subjects.cmd_unit_create, "create a unit", "write")
+    p.add_argument("unit", metavar="UNIT")
+    p.add_argument("--parent", metavar="UNIT")
+    c.group("agent", "agents, their state mode and allowlist")
+    p = c.add("agent create", subjects.cmd_agent_create, "create an agent in a unit", "write")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--unit", required=True)
+    p.add_argument("--state-mode", choices=("stateful", "stateless"), default="stateful")
+    p = c.add("agent allowlist", subjects.cmd_agent_allowlist, "set (or --clear) an agent's allowlist", "write")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("patterns", metavar="PATTERN", nargs="*")
+    p.add_argument("--clear", action="store_true")
+    c.group("connector", "connectors: a tool namespace bound to units")
+    p = c.add("connector register", subjects.cmd_connector_register, "register a connector and its tools", "write")
+    p.add_argument("slug", metavar="SLUG")
+    p.add_argument("--namespace", metavar="NS", help="tool namespace (default: the slug)")
+    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID")
+    for verb, handler in (("bind", subjects.cmd_connector_bind), ("unbind", subjects.cmd_connector_unbind)):
+        p = c.add(f"connector {verb}", handler, f"{verb} a connector to a unit", "write")
+        p.add_argument("slug", metavar="SLUG")
+        p.add_argument("--unit", required=True)
+    c.group("image", "tools an agent's image declares")
+    p = c.add("image declare", subjects.cmd_image_declare, "declare (or rotate) an agent's image tools", "write")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--image", required=True, metavar="REF")
+    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID")
+    c.group("grant", "explicit grants to a unit or agent")
+    for verb, handler in (("add", subjects.cmd_grant_add), ("revoke", subjects.cmd_grant_revoke)):
+        p = c.add(f"grant {verb}", handler, f"{verb} an explicit grant of a tool or ns.*", "write")
+        p.add_argument("subject", metavar="SUBJECT", help="unit:NAME or agent:NAME")
+        p.add_argument("target", metavar="TARGET", help="a tool ID or ns.*")
+    p = c.add("effective", subjects.cmd_effective, "a subject's effective tool set", "read")
+    p.add_argument("subject", metavar="SUBJECT")
+    _moment_options(p)
+    p = c.add("explain", subjects.cmd_explain, "why a subject sees (or not) a tool", "read")
+    p.add_argument("subject", metavar="SUBJECT")
+    p.add_argument("tool", metavar="TOOL")
+    _moment_options(p)
+    p = c.add("sql", subjects.cmd_sql, "run a read-only SQL query on the read model", "read")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
 
 
 def settings_for(args: argparse.Namespace) -> Settings:

@@ -22,11 +22,14 @@ def print_text(text: str) -> None:
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     table = Table(title=title, show_lines=False, header_style="bold")
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    for index, column in enumerate(columns):
+        table.add_column(column, overflow="fold", no_wrap=index == 0)
     for row in rows:
         table.add_row(*("" if value is None else str(value) for value in row))
-    Console(soft_wrap=False).print(table)
+    console = Console(soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(soft_wrap=False, width=160)  # pipes and logs: no narrow default wrapping
+    console.print(table)
 
 
 def print_error(error: ToolcatError, as_json: bool) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from projections.envelope import Envelope
-from projections.rows import AppendRows, GroupedRows, scalar
+from projections.rows import AppendRows, GroupedRows, HistoryRows, scalar
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
@@ -28,6 +28,10 @@ class CatalogPart:
         self.steps = AppendRows("alias_steps")
         self.tools = GroupedRows("tools", key="tool_key", group="tool_key")
         self.aliases = GroupedRows("aliases", key="alias", group="tool_key")
+        self.tool_history = HistoryRows("tool_history", ("tool_key",))
+        self.alias_history = HistoryRows("alias_history", ("alias",))
+        self.platform_namespaces = AppendRows("platform_namespaces")
+        self.pattern_shims = AppendRows("pattern_shims")
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {
             "Policy.Recorded": self.policy_recorded,
@@ -52,16 +56,36 @@ class CatalogPart:
             self._release_count = scalar(con, "SELECT count(*) FROM releases")
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        for rows in (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases):
+        for rows in (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases,
+                     self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims):
             rows.flush(con)
+
+    def _tool_version(self, e: Envelope, tool_key: str) -> None:
+        tool = self.tools.get(tool_key)
+        self.tool_history.set((tool_key,), {
+            "canonical_id": tool["canonical_id"], "namespace": tool["canonical_id"].split(".", 1)[0],
+            "description": tool["description"], "schema_valid": tool["schema_valid"],
+            "requires_state": tool["requires_state"]}, e.position, when(e))
+
+    def _alias_version(self, e: Envelope, alias: str) -> None:
+        row = self.aliases.find(alias)
+        version = None if row is None else {"tool_key": row["tool_key"], "lifecycle": row["lifecycle"],
+                                            "shim": row["shim"]}
+        self.alias_history.set((alias,), version, e.position, when(e))
 
     # -- handlers ---------------------------------------------------------------------------------
     def ignore(self, envelope: Envelope, data: dict[str, Any]) -> None:
         """Events that only guard uniqueness or start an aggregate change nothing here."""
 
     def policy_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.policy.add(name=data["policy"]["name"], policy=json.dumps(data["policy"]),
-                        position=e.position, recorded_at=when(e))
+        policy = data["policy"]
+        self.policy.add(name=policy["name"], policy=json.dumps(policy), position=e.position, recorded_at=when(e))
+        since = {"valid_from": e.position, "valid_from_time": when(e), "valid_to": None, "valid_to_time": None}
+        for namespace in policy.get("platform_namespaces", []):
+            self.platform_namespaces.add(namespace=namespace, **since)
+        for pattern, targets in policy.get("pattern_shims", {}).items():
+            for target in targets:
+                self.pattern_shims.add(pattern=pattern, target=target, **since)
 
     def release_published(self, e: Envelope, data: dict[str, Any]) -> None:
         assert self._release_count is not None
@@ -83,6 +107,7 @@ class CatalogPart:
             "registered_position": e.position, "registered_at": when(e),
             "canonical_position": e.position, "updated_position": e.position,
         })
+        self._tool_version(e, e.originator_id)
 
     def tool_renamed(self, e: Envelope, data: dict[str, Any]) -> None:
         tool = self.tools.get(e.originator_id)
@@ -93,6 +118,9 @@ class CatalogPart:
             "added_position": e.position, "deprecated_position": e.position, "retired_position": None,
             "retired_release": None, "updated_position": e.position,
         })
+        self._tool_version(e, e.originator_id)
+        self._alias_version(e, data["new_id"])
+        self._alias_version(e, data["old_id"])
 
     def alias_added(self, e: Envelope, data: dict[str, Any]) -> None:
         self.aliases.put({
@@ -100,10 +128,12 @@ class CatalogPart:
             "shim": data["shim"], "added_position": e.position, "deprecated_position": None,
             "retired_position": None, "retired_release": None, "updated_position": e.position,
         })
+        self._alias_version(e, data["alias"])
 
     def alias_deprecated(self, e: Envelope, data: dict[str, Any]) -> None:
         self.aliases.get(data["alias"]).update(lifecycle="deprecated", deprecated_position=e.position,
                                                updated_position=e.position)
+        self._alias_version(e, data["alias"])
 
     def milestone_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
         self.milestones.add(alias=data["alias"], milestone=data["milestone"], release=data["release"],
@@ -117,6 +147,7 @@ class CatalogPart:
     def alias_retired(self, e: Envelope, data: dict[str, Any]) -> None:
         self.aliases.get(data["alias"]).update(lifecycle="retired", retired_position=e.position,
                                                retired_release=data["release"], updated_position=e.position)
+        self._alias_version(e, data["alias"])
         for step in (3, 4):
             self.steps.add(alias=data["alias"], step=step, evidence=f"retired in {data['release']}",
                            position=e.position, recorded_at=when(e), actor=e.actor)

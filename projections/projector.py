@@ -17,6 +17,7 @@ from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_rows, run
+from projections.subjects_part import EffectivePart, SubjectsPart
 
 PROJECTION = "catalog"
 
@@ -57,13 +58,16 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking) -> None:
         position, head = envelope.position, envelope.hash
 
 
+def default_parts() -> list[Part]:
+    return [CatalogPart(), SubjectsPart(), EffectivePart()]
+
+
 class Projector:
     def __init__(self, con: duckdb.DuckDBPyConnection, parts: list[Part] | None = None) -> None:
+        """`parts` fixes the parts' instances (tests); by default each batch gets fresh ones, so a
+        batch that failed leaves nothing buffered behind."""
         self.con = con
-        self.parts: list[Part] = parts if parts is not None else [CatalogPart()]
-        self.handlers: dict[str, Handler] = {}
-        for part in self.parts:
-            self.handlers.update(part.handlers)
+        self.fixed_parts = parts
 
     def tracking(self) -> Tracking:
         return read_tracking(self.con)
@@ -75,26 +79,31 @@ class Projector:
         if not fresh:
             return tracking
         check_chain(fresh, tracking)
-        unknown = sorted({e.type for e in fresh} - set(self.handlers))
+        parts = self.fixed_parts if self.fixed_parts is not None else default_parts()
+        handlers: dict[str, Handler] = {}
+        for part in parts:
+            handlers.update(part.handlers)
+        unknown = sorted({e.type for e in fresh} - set(handlers))
         if unknown:
             raise IntegrityFailure(f"event type {unknown[0]} is unknown to this version of toolcat; "
                                    "upgrade before projecting", types=unknown)
         run(self.con, "BEGIN TRANSACTION")
         try:
-            new_tracking = self._apply_fresh(fresh, tracking)
+            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers)
             run(self.con, "COMMIT")
         except BaseException:
             run(self.con, "ROLLBACK")
             raise
         return new_tracking
 
-    def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking) -> Tracking:
-        for part in self.parts:
+    def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
+                     handlers: dict[str, Handler]) -> Tracking:
+        for part in parts:
             part.prefetch(self.con, fresh)
         for envelope in fresh:
             data = upcast(envelope.type, envelope.type_version, envelope.data)
-            self.handlers[envelope.type](envelope, data)
-        for part in self.parts:
+            handlers[envelope.type](envelope, data)
+        for part in parts:
             part.flush(self.con)
         insert_rows(self.con, "events", [event_row(e) for e in fresh])
         last = fresh[-1]

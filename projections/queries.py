@@ -121,3 +121,19 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
         "milestones": milestones,
         "steps": steps,
     }
+
+
+def subject_exists(con: duckdb.DuckDBPyConnection, kind: str, name: str, at: int | None = None) -> bool:
+    table = "unit_history" if kind == "unit" else "agent_history"
+    when_clause = "valid_to IS NULL" if at is None else "valid_from <= $at AND (valid_to IS NULL OR valid_to > $at)"
+    params: dict[str, Any] = {"name": name} | ({} if at is None else {"at": at})
+    return bool(scalar(con, f"SELECT count(*) FROM {table} WHERE name = $name AND {when_clause}", params))
+
+
+def position_at_time(con: duckdb.DuckDBPyConnection, moment: str) -> int:
+    """The last event position recorded at or before `moment` (0 before the first event)."""
+    try:
+        found = scalar(con, "SELECT max(position) FROM events WHERE recorded_at <= $t::TIMESTAMPTZ", {"t": moment})
+    except duckdb.ConversionException as error:
+        raise UsageError(f"--as-of {moment!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from error
+    return found or 0

@@ -20,17 +20,16 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str,
         con.unregister("_toolcat_batch")
 
 
-def select_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
-                ) -> list[dict[str, Any]]:
+def select_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
     return con.sql(sql, params=params or None).to_arrow_table().to_pylist()
 
 
-def run(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[tuple]:
+def run(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[tuple]:
     """Execute and drain the result, so the connection is free for the next statement."""
     return con.execute(sql, params or []).fetchall()
 
 
-def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> Any:
     rows = run(con, sql, params)
     return rows[0][0] if rows else None
 
@@ -91,3 +90,45 @@ class GroupedRows:
             [sorted(self.groups)])
         insert_rows(con, self.table, list(self.rows.values()))
         self.rows, self.groups = {}, set()
+
+
+class HistoryRows:
+    """Type-2 history: a change closes the open version of its key and opens the next one.
+
+    Versions are kept per event position, so as-of reads are exact at every position even though a
+    batch writes many events in one transaction. A `None` row ends the key's history.
+    """
+
+    def __init__(self, table: str, keys: tuple[str, ...]) -> None:
+        self.table, self.keys = table, keys
+        self.changes: dict[tuple, list[tuple[int, Any, dict[str, Any] | None]]] = {}
+
+    def set(self, key: tuple, row: dict[str, Any] | None, position: int, at: Any) -> None:
+        versions = self.changes.setdefault(key, [])
+        if versions and versions[-1][0] == position:
+            versions.pop()  # two changes at one position: only the last is ever visible
+        versions.append((position, at, row))
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        if not self.changes:
+            return
+        closes = [{**dict(zip(self.keys, key)), "_pos": versions[0][0], "_time": versions[0][1]}
+                  for key, versions in self.changes.items()]
+        match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
+        con.register("_toolcat_closes", pa.Table.from_pylist(closes))
+        try:
+            run(con, f"UPDATE {self.table} AS h SET valid_to = c._pos, valid_to_time = c._time "
+                     f"FROM _toolcat_closes AS c WHERE {match} AND h.valid_to IS NULL")
+        finally:
+            con.unregister("_toolcat_closes")
+        opened = []
+        for key, versions in self.changes.items():
+            for index, (position, at, row) in enumerate(versions):
+                if row is None:
+                    continue
+                following = versions[index + 1] if index + 1 < len(versions) else None
+                opened.append({**dict(zip(self.keys, key)), **row, "valid_from": position, "valid_from_time": at,
+                               "valid_to": following[0] if following else None,
+                               "valid_to_time": following[1] if following else None})
+        insert_rows(con, self.table, opened)
+        self.changes = {}

@@ -1,0 +1,191 @@
+"""Use cases of subjects, connectors, images and grants (mixed into the Catalog application)."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from domain.base import Meta
+from domain.connector import Connector, connector_key
+from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, RetiredAlias, UnknownConnector, \
+    UnknownSubject, UnknownTool, UsageError
+from domain.grants import SubjectGrants, check_pattern, grants_key, is_pattern
+from domain.name import NameClaim
+from domain.subjects import Agent, StateMode, Unit, agent_key, check_name, parse_subject, unit_key
+from domain.tool import Tool
+from domain.values import ToolSpec
+
+if TYPE_CHECKING:
+    from domain.catalog import Batch, WriteResult
+
+_NAMESPACE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$")
+
+
+class SubjectUseCases:
+    """Needs the Catalog's `execute`, `get_or_none` and `owner_of`."""
+
+    execute: Any
+    get_or_none: Any
+    owner_of: Any
+
+    # -- lookups --------------------------------------------------------------------------------
+    def unit(self, name: str) -> Unit:
+        unit = self.get_or_none(unit_key(name))
+        if unit is None:
+            raise UnknownSubject(f"no unit '{name}'; create it with 'toolcat unit create {name}'",
+                                 subject=f"unit:{name}")
+        return unit
+
+    def agent(self, name: str) -> Agent:
+        agent = self.get_or_none(agent_key(name))
+        if agent is None:
+            raise UnknownSubject(f"no agent '{name}'", subject=f"agent:{name}")
+        return agent
+
+    def subject(self, text: str) -> Unit | Agent:
+        kind, name = parse_subject(text)
+        return self.unit(name) if kind == "unit" else self.agent(name)
+
+    def connector(self, slug: str) -> Connector:
+        connector = self.get_or_none(connector_key(slug))
+        if connector is None:
+            raise UnknownConnector(f"no connector '{slug}'", connector=slug)
+        return connector
+
+    def live_tool(self, tool_id: str) -> Tool:
+        """The tool an ID names now (canonical or live alias); retired and unknown IDs are rejected."""
+        tool = self.owner_of(tool_id)
+        if tool is None:
+            raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
+        if tool.tool_id != tool_id and tool.aliases[tool_id].lifecycle == "retired":
+            raise RetiredAlias(f"'{tool_id}' was retired; use '{tool.tool_id}'", tool_id=tool_id,
+                               canonical_id=tool.tool_id)
+        return tool
+
+    def _tool_or_register(self, batch: Batch, tool_id: str, source: str, meta: Meta) -> Tool:
+        """An existing live tool, or a new one registered with `source` (connector and image tools)."""
+        if self.owner_of(tool_id) is not None:
+            return self.live_tool(tool_id)
+        batch.policy.check_tool_id(tool_id, source)
+        spec = ToolSpec(source=source, group="extension", tier="advanced", visibility="public")  # type: ignore[arg-type]
+        tool = Tool.register(tool_id, spec.with_family(tool_id), batch.releases().latest, meta)
+        batch.add(tool, NameClaim.claim(tool_id, tool.id, meta))
+        return tool
+
+    # -- units and agents ---------------------------------------------------------------------------
+    def create_unit(self, name: str, parent: str | None, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            check_name(name, "unit")
+            if self.get_or_none(unit_key(name)) is not None:
+                raise DuplicateSubject(f"unit '{name}' already exists", subject=f"unit:{name}")
+            if parent is not None:
+                self.unit(parent)
+            batch.add(Unit.create(name, parent, meta))
+        return self.execute("unit.create", {"name": name, "parent": parent}, meta, build)
+
+    def create_agent(self, name: str, unit: str, state_mode: StateMode, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            check_name(name, "agent")
+            if self.get_or_none(agent_key(name)) is not None:
+                raise DuplicateSubject(f"agent '{name}' already exists", subject=f"agent:{name}")
+            self.unit(unit)
+            batch.add(Agent.create(name, unit, state_mode, meta))
+        return self.execute("agent.create", {"name": name, "unit": unit, "state_mode": state_mode}, meta,
+                            build)
+
+    def set_allowlist(self, name: str, patterns: list[str], meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            agent = self.agent(name)
+            if not patterns:
+                raise UsageError("give at least one pattern, or --clear to remove the allowlist")
+            for pattern in patterns:
+                self._check_allow_pattern(batch, pattern)
+            agent.set_allowlist(list(dict.fromkeys(patterns)), meta)
+            batch.add(agent)
+        return self.execute("agent.allowlist", {"agent": name, "patterns": patterns}, meta, build)
+
+    def _check_allow_pattern(self, batch: Batch, pattern: str) -> None:
+        if pattern == "*" or batch.policy.expand_pattern_shim(pattern) is not None:
+            return
+        if is_pattern(pattern):
+            check_pattern(pattern)
+        else:
+            self.live_tool(pattern)
+
+    def clear_allowlist(self, name: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            agent = self.agent(name)
+            if agent.allowlist is not None:
+                agent.clear_allowlist(meta)
+                batch.add(agent)
+        return self.execute("agent.allowlist.clear", {"agent": name}, meta, build)
+
+    # -- connectors and images ------------------------------------------------------------------------
+    def register_connector(self, slug: str, namespace: str | None, tools: list[str], meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            check_name(slug, "connector")
+            ns = namespace or slug
+            if not _NAMESPACE.match(ns):
+                raise InvalidName(f"tool namespace {ns!r} must be lowercase dotted segments", namespace=ns)
+            if self.get_or_none(connector_key(slug)) is not None:
+                raise DuplicateConnector(f"connector '{slug}' is already registered", connector=slug)
+            if not tools:
+                raise UsageError("a connector declares at least one --tool")
+            for tool_id in tools:
+                if not tool_id.startswith(ns + "."):
+                    raise InvalidName(f"connector tool {tool_id!r} must live in the connector's namespace "
+                                      f"'{ns}.'", tool_id=tool_id, namespace=ns)
+                self._tool_or_register(batch, tool_id, "connector", meta)
+            batch.add(Connector.register(slug, ns, list(dict.fromkeys(tools)), meta))
+        return self.execute("connector.register", {"slug": slug, "namespace": namespace, "tools": tools},
+                            meta, build)
+
+    def bind_connector(self, slug: str, unit_name: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            self.connector(slug)
+            unit = self.unit(unit_name)
+            unit.bind(slug, meta)
+            batch.add(unit)
+        return self.execute("connector.bind", {"slug": slug, "unit": unit_name}, meta, build)
+
+    def unbind_connector(self, slug: str, unit_name: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            self.connector(slug)
+            unit = self.unit(unit_name)
+            unit.unbind(slug, meta)
+            batch.add(unit)
+        return self.execute("connector.unbind", {"slug": slug, "unit": unit_name}, meta, build)
+
+    def declare_image(self, name: str, image: str, tools: list[str], meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            agent = self.agent(name)
+            if not image.strip():
+                raise UsageError("--image names the image reference")
+            declared = [self._tool_or_register(batch, tool_id, "image", meta) for tool_id in dict.fromkeys(tools)]
+            agent.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
+            batch.add(agent)
+        return self.execute("image.declare", {"agent": name, "image": image, "tools": tools}, meta, build)
+
+    # -- explicit grants -------------------------------------------------------------------------------
+    def _grant_target(self, target: str) -> tuple[str, Any]:
+        if is_pattern(target):
+            return check_pattern(target), None
+        tool = self.live_tool(target)
+        return tool.tool_id, tool.id
+
+    def add_grant(self, subject: str, target: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            self.subject(subject)
+            grants = self.get_or_none(grants_key(subject)) or SubjectGrants.open(subject, meta)
+            canonical, tool_key = self._grant_target(target)
+            grants.add(canonical, tool_key, meta)
+            batch.add(grants)
+        return self.execute("grant.add", {"subject": subject, "target": target}, meta, build)
+
+    def revoke_grant(self, subject: str, target: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            self.subject(subject)
+            grants = self.get_or_none(grants_key(subject)) or SubjectGrants.open(subject, meta)
+            tool = None if is_pattern(target) else self.owner_of(target)
+            grants.revoke(target, tool.id if tool else None, meta)
+            batch.add(grants)
+        return self.execute("grant.revoke", {"subject": subject, "target": target}, meta, build)

@@ -1,0 +1,149 @@
+"""The effective tool set in SQL: one query for now and for any past position.
+
+Every source is read through its history table at position `$at`, so the same text answers the
+current set (at = the tracking position) and as-of questions. The subjects asked about come from a
+table named `_subjects` (kind, name) registered by the caller.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from projections.rows import run, select_rows
+
+_SOURCES = ["tool_history", "alias_history", "platform_namespaces", "pattern_shims", "unit_history",
+            "agent_history", "allowlist_history", "image_history", "connector_history", "binding_history",
+            "grant_history"]
+
+
+def _as_of(table: str) -> str:
+    return (f"{table}_at AS (SELECT * FROM {table} WHERE valid_from <= $at "
+            f"AND (valid_to IS NULL OR valid_to > $at))")
+
+
+CANDIDATES = "WITH RECURSIVE " + ",\n".join(_as_of(t) for t in _SOURCES) + """,
+roots AS (
+    SELECT s.kind, s.name, s.name AS unit, 0 AS depth
+    FROM _subjects s JOIN unit_history_at u ON s.kind = 'unit' AND u.name = s.name
+    UNION ALL
+    SELECT s.kind, s.name, a.unit, 1 FROM _subjects s JOIN agent_history_at a ON s.kind = 'agent' AND a.name = s.name
+),
+chain AS (  -- the subject's own unit (for a unit: itself) and every ancestor, with the distance to it
+    SELECT * FROM roots
+    UNION ALL
+    SELECT c.kind, c.name, u.parent, c.depth + 1
+    FROM chain c JOIN unit_history_at u ON u.name = c.unit WHERE u.parent IS NOT NULL
+),
+granted AS (  -- every (subject of a grant, tool) pair a grant covers; patterns match by prefix
+    SELECT g.subject_kind, g.subject, g.target, g.valid_from AS position, t.tool_key
+    FROM grant_history_at g JOIN tool_history_at t
+      ON (g.tool_key IS NOT NULL AND t.tool_key = g.tool_key)
+      OR (g.tool_key IS NULL AND starts_with(t.canonical_id, rtrim(g.target, '*')))
+),
+candidates AS (
+    SELECT s.kind, s.name, g.tool_key, 1 AS rank, 'explicit' AS provenance, NULL AS inherited_from,
+           0 AS depth, g.position, 'grant ' || g.target || ' on agent:' || s.name AS cause
+    FROM _subjects s JOIN granted g ON s.kind = 'agent' AND g.subject_kind = 'agent' AND g.subject = s.name
+    UNION ALL
+    SELECT c.kind, c.name, g.tool_key, 1, 'explicit', CASE WHEN c.depth > 0 THEN c.unit END,
+           c.depth, g.position, 'grant ' || g.target || ' on unit:' || c.unit
+    FROM chain c JOIN granted g ON g.subject_kind = 'unit' AND g.subject = c.unit
+    UNION ALL
+    SELECT c.kind, c.name, t.tool_key, 2, 'connector:' || b.slug, CASE WHEN c.depth > 0 THEN c.unit END,
+           c.depth, b.valid_from, 'connector ' || b.slug || ' bound to unit:' || c.unit
+    FROM chain c JOIN binding_history_at b ON b.unit = c.unit
+    JOIN connector_history_at k ON k.slug = b.slug
+    JOIN tool_history_at t ON starts_with(t.canonical_id, k.namespace || '.')
+    UNION ALL
+    SELECT s.kind, s.name, t.tool_key, 3, 'platform', NULL, 0, t.valid_from, 'platform namespace ' || t.namespace
+    FROM _subjects s JOIN tool_history_at t ON t.namespace IN (SELECT namespace FROM platform_namespaces_at)
+    WHERE s.kind = 'unit' AND s.name IN (SELECT name FROM unit_history_at)
+       OR s.kind = 'agent' AND s.name IN (SELECT name FROM agent_history_at)
+    UNION ALL
+    SELECT s.kind, s.name, i.tool_key, 4, 'image', NULL, 0, i.valid_from, 'image ' || i.image
+    FROM _subjects s
+    JOIN (SELECT agent, image, valid_from, unnest(tool_keys) AS tool_key FROM image_history_at) i
+      ON s.kind = 'agent' AND i.agent = s.name
+    JOIN tool_history_at t ON t.tool_key = i.tool_key
+),
+allow AS (  -- allowlist entries, pattern shims expanded to what they stand for
+    SELECT l.agent, coalesce(sh.target, l.pattern) AS pattern
+    FROM (SELECT agent, unnest(patterns) AS pattern FROM allowlist_history_at) l
+    LEFT JOIN pattern_shims_at sh ON sh.pattern = l.pattern
+),
+allowed AS (  -- (agent, tool) pairs an allowlist admits, through canonical IDs, aliases and shims
+    SELECT DISTINCT a.agent, t.tool_key FROM allow a JOIN tool_history_at t
+      ON a.pattern = '*' OR t.canonical_id = a.pattern
+      OR (a.pattern LIKE '%.*' AND starts_with(t.canonical_id, rtrim(a.pattern, '*')))
+    UNION
+    SELECT DISTINCT a.agent, al.tool_key FROM allow a JOIN alias_history_at al
+      ON al.lifecycle <> 'retired' AND (al.alias = a.pattern
+         OR (a.pattern LIKE '%.*' AND starts_with(al.alias, rtrim(a.pattern, '*'))))
+),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY kind, name, tool_key
+                                 ORDER BY rank, depth, provenance, position) AS place
+    FROM candidates
+),
+described AS (
+    SELECT r.*, t.canonical_id AS tool_id, t.namespace, t.description,
+           CASE WHEN r.kind = 'unit' THEN NULL
+                WHEN NOT t.schema_valid THEN 'disabled_invalid_schema'
+                WHEN t.requires_state AND ag.state_mode = 'stateless' THEN 'disabled_by_state_mode'
+                WHEN al.agent IS NOT NULL AND ok.agent IS NULL THEN 'disabled_by_agent_allowlist'
+                ELSE 'enabled' END AS exposure
+    FROM ranked r JOIN tool_history_at t USING (tool_key)
+    LEFT JOIN agent_history_at ag ON r.kind = 'agent' AND ag.name = r.name
+    LEFT JOIN allowlist_history_at al ON r.kind = 'agent' AND al.agent = r.name
+    LEFT JOIN allowed ok ON r.kind = 'agent' AND ok.agent = r.name AND ok.tool_key = r.tool_key
+)
+"""
+
+EFFECTIVE_COLUMNS = ("kind AS subject_kind, name AS subject, tool_key, tool_id, namespace, description, "
+                     "provenance, inherited_from, exposure")
+INFINITY = 2**62
+
+
+def _with_subjects(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], sql: str,
+                   params: dict[str, Any]) -> list[dict[str, Any]]:
+    table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
+                     schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
+    con.register("_subjects", table)
+    try:
+        return select_rows(con, sql, params)
+    finally:
+        con.unregister("_subjects")
+
+
+def effective_rows(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
+                   at: int = INFINITY) -> list[dict[str, Any]]:
+    """The effective set of each subject at position `at` (default: now), sorted by subject and tool."""
+    sql = (CANDIDATES + f"SELECT {EFFECTIVE_COLUMNS} FROM described WHERE place = 1 "
+           "ORDER BY subject_kind, subject, tool_id")
+    return _with_subjects(con, subjects, sql, {"at": at})
+
+
+def explain_rows(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_key: str,
+                 at: int = INFINITY) -> list[dict[str, Any]]:
+    """Every way the subject is granted the tool, the winner first."""
+    sql = (CANDIDATES + "SELECT tool_id, provenance, inherited_from, exposure, position, cause, place "
+           "FROM described WHERE tool_key = $tool ORDER BY place")
+    return _with_subjects(con, [subject], sql, {"at": at, "tool": tool_key})
+
+
+def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> None:
+    """Recompute the materialized current set of these subjects (set-based: one query for all)."""
+    if not subjects:
+        return
+    table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
+                     schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
+    con.register("_subjects", table)
+    try:
+        run(con, "DELETE FROM effective_tools e USING _subjects s "
+                 "WHERE e.subject_kind = s.kind AND e.subject = s.name")
+        run(con, f"INSERT INTO effective_tools SELECT * FROM ({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} "
+                 "FROM described WHERE place = 1)", {"at": INFINITY})
+    finally:
+        con.unregister("_subjects")
