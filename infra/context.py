@@ -50,6 +50,14 @@ class Context:
                 self._wait_for(wanted)
         return self._con
 
+    def read_only_model(self) -> duckdb.DuckDBPyConnection:
+        """Caught up like `read_model`, then reopened read-only: nothing a query does can change it."""
+        self.read_model()
+        assert self._con is not None
+        self._con.close()
+        self._con = open_read_model(self.settings, read_only=True)
+        return self._con
+
     def _wait_for(self, wanted: int) -> None:
         assert self._con is not None
         deadline = time.monotonic() + float(getattr(self.args, "timeout", 10.0) or 10.0)

@@ -148,16 +148,14 @@ def _plain(value: Any) -> Any:
 
 def cmd_sql(ctx: Context) -> int:
     import duckdb
-    con = ctx.read_model()
+    con = ctx.read_only_model()
     try:
-        cursor = con.execute(ctx.args.query)
-        columns = [d[0] for d in cursor.description or []]
-        rows = [dict(zip(columns, (_plain(v) for v in row))) for row in cursor.fetchall()]
+        relation = con.sql(ctx.args.query)
+        table = relation.to_arrow_table() if relation is not None else None
+        columns = table.column_names if table is not None else []
+        rows = [_plain(row) for row in table.to_pylist()] if table is not None else []
     except duckdb.Error as error:
-        raise UsageError(f"the query failed: {error}") from error
-    finally:
-        # Nothing an analyst's query does may stay in the read model.
-        con.rollback() if con.in_transaction else None  # type: ignore[func-returns-value]
+        raise UsageError(f"the query failed: {error}", query=ctx.args.query) from error
     fmt = "json" if ctx.as_json else ctx.args.format
     if fmt == "json":
         print_json(rows)

@@ -62,8 +62,9 @@ def _is_lock_conflict(error: duckdb.Error) -> bool:
     return "lock" in str(error).lower()
 
 
-def open_read_model(settings: Settings, path: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-write DuckDB connection with the schema migrated.
+def open_read_model(settings: Settings, path: Path | None = None, read_only: bool = False
+                    ) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection; read-write ones get the schema migrated first.
 
     DuckDB allows one writing process at a time; another command holding the file makes us wait and
     retry (bounded), rather than fail at once.
@@ -74,7 +75,7 @@ def open_read_model(settings: Settings, path: Path | None = None) -> duckdb.Duck
     delay = 0.02
     while True:
         try:
-            con = duckdb.connect(str(target))
+            con = duckdb.connect(str(target), read_only=read_only)
             break
         except duckdb.IOException as error:
             if not _is_lock_conflict(error) or time.monotonic() > deadline:
@@ -82,5 +83,6 @@ def open_read_model(settings: Settings, path: Path | None = None) -> duckdb.Duck
                                   path=str(target)) from error
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
-    migrate(con)
+    if not read_only:
+        migrate(con)
     return con

@@ -52,8 +52,9 @@ def assert_complete(con: Any, catalog: Any, settings: Settings, tmp_path: Path) 
     assert tracking.events == len(stored)
     expected = fresh_snapshot(catalog, settings, tmp_path)
     actual = snapshot(con)
-    for table in TABLES:
-        assert actual[table] == expected[table], f"table {table} differs from a fresh build"
+    differing = {table: f"{len(actual[table])} rows, a fresh build has {len(expected[table])}"
+                 for table in TABLES if actual[table] != expected[table]}
+    assert not differing, f"tables differ from a read model built from scratch: {differing}"
 
 
 # -- replay ------------------------------------------------------------------------------------------
@@ -93,6 +94,18 @@ def test_an_overlapping_batch_applies_only_its_new_events(written: Any, sqlite_r
     projector.apply(envelopes[5:20])  # at-least-once delivery: 5 already applied, 10 new
     projector.apply(envelopes)
 
+    assert_complete(sqlite_read_model, written, sqlite_settings, tmp_path)
+
+
+@pytest.mark.parametrize("page_size", [1, 2, 3, 7])
+def test_the_page_size_does_not_change_the_read_model(written: Any, sqlite_read_model: Any,
+                                                      sqlite_settings: Settings, tmp_path: Path,
+                                                      page_size: int) -> None:
+    pages: list[int] = []
+    catch_up(written, Projector(sqlite_read_model), page_size=page_size,
+             progress=lambda tracking: pages.append(tracking.position))
+    stored = stored_records(written)
+    assert len(pages) == -(-len(stored) // page_size)
     assert_complete(sqlite_read_model, written, sqlite_settings, tmp_path)
 
 
