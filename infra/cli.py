@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from domain.errors import ToolcatError, Unavailable, UsageError
 from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
 from domain.window import MILESTONES
-from infra import commands, reads, subject_commands as subjects
+from infra import commands, pipelines, reads, subject_commands as subjects
 from infra.context import Context
 from infra.render import print_error
 from infra.settings import Settings
@@ -138,7 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
           "read")
     c.add("audit alias", reads.cmd_audit_alias, "an alias's window, milestones and removal steps", "read") \
         .add_argument("alias", metavar="ALIAS")
-    c.add("project", reads.cmd_project, "bring the DuckDB read model up to date from the store", "pipeline")
+    p = c.add("project", pipelines.cmd_project, "bring the DuckDB read model up to date", "pipeline")
+    p.add_argument("--follow", action="store_true", help="keep projecting new events until stopped")
+    p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store")
+    p.add_argument("--idle-seconds", type=float, default=3.0,
+                   help="with --from kafka and no --follow: stop after this long without messages")
+    p = c.add("relay", pipelines.cmd_relay, "publish stored events to Kafka toolcat.events", "pipeline")
+    p.add_argument("--follow", action="store_true", help="keep relaying new events until stopped")
+    p.add_argument("--from-position", type=int, metavar="N", help="relay again from position N")
+    p = c.add("watch", pipelines.cmd_watch, "print a subject's effective-set changes from Kafka", "pipeline")
+    p.add_argument("subject", metavar="SUBJECT")
+    p.add_argument("--timeout", type=float, help="stop after this many seconds without messages")
+    c.add("dev-broker", pipelines.cmd_dev_broker, "run a local Kafka-compatible broker", "pipeline") \
+        .add_argument("--port", type=int, default=9092)
     c.add("rebuild", reads.cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
     from infra.demo import cmd_demo
     c.add("demo", cmd_demo, "run the example story in the catalog home", "pipeline")

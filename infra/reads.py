@@ -75,7 +75,8 @@ def cmd_audit_alias(ctx: Context) -> int:
     return 0
 
 
-def _progress(ctx: Context) -> Any:
+def progress_printer(ctx: Context) -> Any:
+    """A progress line on a terminal's stderr; nothing for machines and pipes."""
     if ctx.as_json or not sys.stderr.isatty():
         return None
 
@@ -85,15 +86,6 @@ def _progress(ctx: Context) -> Any:
     return show
 
 
-def cmd_project(ctx: Context) -> int:
-    con = open_read_model(ctx.settings)
-    ctx._con = con
-    before = Projector(con).tracking()
-    after = catch_up(ctx.catalog, Projector(con), progress=_progress(ctx))
-    document = {"position": after.position, "applied": after.events - before.events}
-    return emit(ctx, document, f"read model at position {after.position} ({document['applied']} new events)")
-
-
 def cmd_rebuild(ctx: Context) -> int:
     """Build a fresh read model beside the live one, then swap it in with one atomic rename."""
     live = ctx.settings.read_model_path
@@ -101,7 +93,7 @@ def cmd_rebuild(ctx: Context) -> int:
     fresh.unlink(missing_ok=True)
     con = open_read_model(ctx.settings, fresh)
     try:
-        tracking = catch_up(ctx.catalog, Projector(con), progress=_progress(ctx))
+        tracking = catch_up(ctx.catalog, Projector(con), progress=progress_printer(ctx))
     finally:
         con.close()
     # A stale write-ahead log of the old file must not be replayed onto the new one.

@@ -79,7 +79,8 @@ class CatalogPart:
 
     def policy_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
         policy = data["policy"]
-        self.policy.add(name=policy["name"], policy=json.dumps(policy), position=e.position, recorded_at=when(e))
+        self.policy.add(name=policy["name"], policy=json.dumps(policy, sort_keys=True), position=e.position,
+                        recorded_at=when(e))
         since = {"valid_from": e.position, "valid_from_time": when(e), "valid_to": None, "valid_to_time": None}
         for namespace in policy.get("platform_namespaces", []):
             self.platform_namespaces.add(namespace=namespace, **since)
@@ -101,7 +102,7 @@ class CatalogPart:
             "group_name": spec["group"], "tier": spec["tier"], "visibility": spec["visibility"],
             "source": spec["source"], "backing_server": spec.get("backing_server"),
             "plugin": spec.get("plugin"), "description": spec.get("description"),
-            "input_schema": None if schema is None else json.dumps(schema),
+            "input_schema": None if schema is None else json.dumps(schema, sort_keys=True),
             "schema_valid": spec.get("schema_valid", True), "classes": list(spec.get("classes", [])),
             "risk": spec.get("risk"), "requires_state": spec.get("requires_state", False),
             "registered_position": e.position, "registered_at": when(e),

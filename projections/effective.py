@@ -133,17 +133,27 @@ def explain_rows(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_
     return _with_subjects(con, [subject], sql, {"at": at, "tool": tool_key})
 
 
-def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> None:
-    """Recompute the materialized current set of these subjects (set-based: one query for all)."""
+_SNAPSHOT = ("SELECT subject_kind || ':' || subject AS subject, list(struct_pack(tool_key, tool_id, description, "
+             "provenance, inherited_from, exposure) ORDER BY tool_key) AS tools FROM effective_tools e "
+             "JOIN _subjects s ON e.subject_kind = s.kind AND e.subject = s.name GROUP BY 1")
+
+
+def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+    """Recompute the materialized current set of these subjects (set-based: one query for all);
+    returns the subjects (`kind:name`) whose set changed."""
     if not subjects:
-        return
+        return []
     table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
                      schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
     con.register("_subjects", table)
     try:
+        before = {r[0]: r[1] for r in run(con, _SNAPSHOT)}
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
         run(con, f"INSERT INTO effective_tools SELECT * FROM ({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} "
                  "FROM described WHERE place = 1)", {"at": INFINITY})
+        after = {r[0]: r[1] for r in run(con, _SNAPSHOT)}
     finally:
         con.unregister("_subjects")
+    return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s)
+                  or s not in before)

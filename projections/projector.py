@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import duckdb
@@ -72,8 +73,11 @@ class Projector:
     def tracking(self) -> Tracking:
         return read_tracking(self.con)
 
-    def apply(self, envelopes: list[Envelope]) -> Tracking:
-        """Apply one batch in one transaction; returns the new tracking position."""
+    def apply(self, envelopes: list[Envelope],
+              also: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> Tracking:
+        """Apply one batch in one transaction; returns the new tracking position.
+
+        `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction."""
         tracking = self.tracking()
         fresh = [e for e in envelopes if e.position > tracking.position]
         if not fresh:
@@ -90,6 +94,8 @@ class Projector:
         run(self.con, "BEGIN TRANSACTION")
         try:
             new_tracking = self._apply_fresh(fresh, tracking, parts, handlers)
+            if also is not None:
+                also(self.con)
             run(self.con, "COMMIT")
         except BaseException:
             run(self.con, "ROLLBACK")

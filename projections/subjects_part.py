@@ -8,7 +8,7 @@ import duckdb
 from projections.catalog_part import Handler, when
 from projections.effective import refresh
 from projections.envelope import Envelope
-from projections.rows import HistoryRows, run
+from projections.rows import HistoryRows, insert_rows, run
 
 
 class SubjectsPart:
@@ -94,8 +94,10 @@ class EffectivePart:
         self.everyone = False
         self.units: set[str] = set()
         self.agents: set[str] = set()
+        self.last_position = 0
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
+        self.last_position = envelopes[-1].position
         for e in envelopes:
             data = e.data
             if e.type.startswith(_EVERYONE):
@@ -109,7 +111,12 @@ class EffectivePart:
                 (self.units if kind == "unit" else self.agents).add(name)
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        refresh(con, self.touched(con))
+        changed = refresh(con, self.touched(con))
+        if changed:
+            rows = [{"subject": subject, "position": self.last_position} for subject in changed]
+            run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
+                {"s": changed})
+            insert_rows(con, "changelog_outbox", rows)
         self.everyone, self.units, self.agents = False, set(), set()
 
     def touched(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

@@ -89,6 +89,10 @@ def test_idempotency_key_replays_the_first_answer_and_refuses_another_command(to
 
     other = toolcat("release", "publish", "2.0.0", "--idempotency-key", "k-1")
     rejected(other, 4, "idempotency_key_reused")
+    # The same command with other arguments is another command too.
+    changed = toolcat("tool", "register", "files.write-all", "--source", "builtin", *REGISTER,
+                      "--idempotency-key", "k-1")
+    rejected(changed, 4, "idempotency_key_reused")
     assert event_count(toolcat) == events
 
 

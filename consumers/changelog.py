@@ -1,0 +1,37 @@
+"""The per-subject changelog: each changed subject's whole effective set to a compacted topic."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import duckdb
+
+from projections.projector import read_tracking
+from projections.rows import run, select_rows
+
+CHANGELOG_SCHEMA = "toolcat.effective/v1"
+_FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
+
+
+def subject_document(con: duckdb.DuckDBPyConnection, subject: str, position: int) -> dict[str, Any]:
+    kind, _, name = subject.partition(":")
+    rows = select_rows(con, "SELECT * FROM effective_tools WHERE subject_kind = $k AND subject = $n "
+                            "ORDER BY tool_id", {"k": kind, "n": name})
+    return {"schema": CHANGELOG_SCHEMA, "subject": subject, "position": position,
+            "tools": [{k: r[k] for k in _FIELDS} for r in rows]}
+
+
+def publish_changes(con: duckdb.DuckDBPyConnection, producer: Any, topic: str) -> int:
+    """Drain the outbox: publish, wait for the broker, then forget what was published."""
+    pending = run(con, "SELECT subject, position FROM changelog_outbox ORDER BY subject")
+    if not pending:
+        return 0
+    position = read_tracking(con).position
+    sent = [producer.send(topic, key=subject.encode(),
+                          value=json.dumps(subject_document(con, subject, position)).encode())
+            for subject, _ in pending]
+    producer.flush(timeout=30)
+    for future in sent:
+        future.get(timeout=30)
+    run(con, "DELETE FROM changelog_outbox WHERE position <= $p", {"p": position})
+    return len(pending)

@@ -1,0 +1,47 @@
+"""`toolcat watch SUBJECT`: a subject's effective-set changes, read from the changelog topic."""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Added, removed and changed rows between two versions of a subject's set."""
+    old = {row["tool_id"]: row for row in before}
+    new = {row["tool_id"]: row for row in after}
+    changes = [{"change": "added", "tool_id": t, "row": new[t]} for t in sorted(new.keys() - old.keys())]
+    changes += [{"change": "removed", "tool_id": t, "row": old[t]} for t in sorted(old.keys() - new.keys())]
+    for tool_id in sorted(old.keys() & new.keys()):
+        fields = {k: [old[tool_id][k], new[tool_id][k]] for k in new[tool_id] if old[tool_id].get(k) != new[tool_id][k]}
+        if fields:
+            changes.append({"change": "changed", "tool_id": tool_id, "fields": fields})
+    return changes
+
+
+def watch(consumer: Any, topic: str, subject: str, on_change: Callable[[int, list[dict[str, Any]]], None],
+          idle_timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False) -> None:
+    """Follow the compacted topic from its start; report every change of `subject`'s set."""
+    from kafka import TopicPartition
+    partitions = [TopicPartition(topic, n) for n in sorted(consumer.partitions_for_topic(topic) or [0])]
+    consumer.assign(partitions)
+    for partition in partitions:
+        consumer.seek_to_beginning(partition)
+    current: list[dict[str, Any]] = []
+    last_seen = time.monotonic()
+    while not should_stop():
+        polled = consumer.poll(timeout_ms=200)
+        messages = [m for batch in polled.values() for m in batch]
+        if messages:
+            last_seen = time.monotonic()
+        elif idle_timeout is not None and time.monotonic() - last_seen > idle_timeout:
+            return
+        for message in messages:
+            if message.key is None or message.key.decode() != subject:
+                continue
+            document = json.loads(message.value)
+            changes = diff(current, document["tools"])
+            if changes:
+                on_change(document["position"], changes)
+            current = document["tools"]

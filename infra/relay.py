@@ -1,0 +1,149 @@
+"""The relay: the store's notification log → Kafka `toolcat.events`, from its own tracking position.
+
+The position advances only after the broker acknowledged every envelope of a page, so a crash or a
+stopped broker never loses an event; it may publish one twice, and consumers ignore repeats by position.
+A lock file keeps one relay per home.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from domain.catalog import Catalog
+from domain.errors import Conflict, Unavailable
+from projections.envelope import GENESIS_HASH, Envelope, seal_all
+
+Notify = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+class RelayState:
+    """Where the relay is: the last published position and its chain hash, in a small file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> tuple[int, str]:
+        if not self.path.exists():
+            return 0, GENESIS_HASH
+        saved = json.loads(self.path.read_text())
+        return int(saved["position"]), str(saved["hash"])
+
+    def save(self, position: int, head: str) -> None:
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"position": position, "hash": head}))
+        os.replace(temporary, self.path)
+
+
+class RelayLock:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.handle: IO[str] | None = None
+
+    def __enter__(self) -> RelayLock:
+        self.handle = open(self.path, "w")  # noqa: SIM115 - held for the relay's lifetime
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            self.handle.close()
+            raise Conflict(f"another relay is already running for this home ({self.path})") from error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.handle:
+            self.handle.close()
+
+
+def chain_head(catalog: Catalog, position: int, page: int = 5000) -> tuple[int, str]:
+    """The chain head just before `position` (the last event below it and its hash)."""
+    last, head = 0, GENESIS_HASH
+    while last < position - 1:
+        records = [r for r in catalog.history(after=last, limit=page) if r.position < position]
+        if not records:
+            break
+        sealed = seal_all(records, last, head)
+        last, head = sealed[-1].position, sealed[-1].hash
+    return last, head
+
+
+class Relay:
+    def __init__(self, catalog: Catalog, make_producer: Callable[[], Any], topic: str, state: RelayState,
+                 page_size: int = 2000, notify: Notify = _stderr) -> None:
+        self.catalog, self.make_producer, self.topic, self.state = catalog, make_producer, topic, state
+        self.page_size, self.notify = page_size, notify
+        self._producer: Any = None
+
+    def _publish(self, envelopes: list[Envelope]) -> None:
+        if self._producer is None:
+            self._producer = self.make_producer()
+        sent = [self._producer.send(self.topic, key=e.originator_id.encode(), value=e.to_json())
+                for e in envelopes]
+        self._producer.flush(timeout=30)
+        for future in sent:
+            future.get(timeout=30)  # raises if the broker did not acknowledge
+
+    def relay_available(self) -> int:
+        """Publish every stored event after the saved position; returns how many were published."""
+        position, head = self.state.load()
+        published = 0
+        while records := self.catalog.history(after=position, limit=self.page_size):
+            envelopes = seal_all(records, position, head)
+            self._publish(envelopes)
+            position, head = envelopes[-1].position, envelopes[-1].hash
+            self.state.save(position, head)
+            published += len(envelopes)
+        return published
+
+    def run(self, follow: bool, retry_seconds: float, poll_seconds: float = 0.2,
+            should_stop: Callable[[], bool] = lambda: False) -> int:
+        """Relay until caught up (or forever with `follow`), retrying an unreachable broker."""
+        total, failing_since, delay = 0, None, 0.5
+        while not should_stop():
+            try:
+                total += self.relay_available()
+                if failing_since is not None:
+                    self.notify("the broker is reachable again; relaying resumed")
+                failing_since, delay = None, 0.5
+                if not follow:
+                    return total
+                time.sleep(poll_seconds)
+            except Exception as error:  # kafka-python raises many error types; all mean "not published"
+                if not _is_broker_error(error):
+                    raise
+                self._reset_producer()
+                failing_since = failing_since or time.monotonic()
+                waited = time.monotonic() - failing_since
+                if not follow and waited > retry_seconds:
+                    raise Unavailable(f"the Kafka broker did not accept events for {waited:.0f}s: {error}; "
+                                      f"the relay stopped at position {self.state.load()[0]}") from error
+                self.notify(f"the broker is unavailable ({type(error).__name__}: {error}); "
+                            f"retrying in {delay:.1f}s from position {self.state.load()[0]}")
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        return total
+
+    def _reset_producer(self) -> None:
+        if self._producer is not None:
+            try:
+                self._producer.close(timeout=1)
+            except Exception:  # noqa: BLE001 - a broken producer may fail to close; it is dropped anyway
+                pass
+        self._producer = None
+
+    def close(self) -> None:
+        self._reset_producer()
+
+
+def _is_broker_error(error: Exception) -> bool:
+    from kafka.errors import KafkaError
+    return isinstance(error, (KafkaError, Unavailable, TimeoutError, ConnectionError))
