@@ -48,6 +48,7 @@ class Batch:
         self.meta = meta
         self.aggregates: list[Aggregate] = []
         self._policy: NamingPolicy | None = None
+        self.default_policy: CatalogPolicy | None = None
 
     def add(self, *aggregates: Aggregate) -> None:
         for aggregate in aggregates:
@@ -60,7 +61,7 @@ class Batch:
         if self._policy is None:
             stored = self.catalog.get_or_none(POLICY_KEY)
             if stored is None:
-                stored = CatalogPolicy.record(preset(DEFAULT_POLICY), self.meta)
+                stored = self.default_policy = CatalogPolicy.record(preset(DEFAULT_POLICY), self.meta)
                 self.aggregates.insert(0, stored)
             self._policy = stored.policy
         return self._policy
@@ -99,10 +100,11 @@ class Catalog(SubjectUseCases, Application[uuid.UUID]):
         if key and self._already_done(key, digest):
             return WriteResult(position=None, events=[], replayed_key=key)
         batch = Batch(self, meta)
+        if command != "init":
+            batch.policy  # noqa: B018 - a catalog's first write records the default policy, first
         build(batch)
-        changes = any(getattr(a, "pending_events", None) for a in batch.aggregates)
-        if changes and not any(isinstance(a, CatalogPolicy) for a in batch.aggregates):
-            batch.policy  # noqa: B018 - records the default policy on a catalog's first write
+        if not any(a.pending_events for a in batch.aggregates if a is not batch.default_policy):
+            return WriteResult(position=self.recorder.max_notification_id() or 0, events=[])
         if key:
             batch.aggregates.insert(0, IdempotencyKey.use(key, command, digest, meta))
         try:
@@ -112,8 +114,7 @@ class Catalog(SubjectUseCases, Application[uuid.UUID]):
                 return WriteResult(position=None, events=[], replayed_key=key)
             raise Conflict("another writer changed the catalog at the same time; nothing was written, "
                            "run the command again", command=command) from error
-        events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings
-                  if not r.notification.topic.startswith("IdempotencyKey.")]
+        events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
         return WriteResult(position=max((e.position for e in events), default=None), events=events)
 
     def _already_done(self, key: str, digest: str) -> bool:

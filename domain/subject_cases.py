@@ -130,7 +130,7 @@ class SubjectUseCases:
                 raise DuplicateConnector(f"connector '{slug}' is already registered", connector=slug)
             if not tools:
                 raise UsageError("a connector declares at least one --tool")
-            for tool_id in tools:
+            for tool_id in dict.fromkeys(tools):
                 if not tool_id.startswith(ns + "."):
                     raise InvalidName(f"connector tool {tool_id!r} must live in the connector's namespace "
                                       f"'{ns}.'", tool_id=tool_id, namespace=ns)

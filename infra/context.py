@@ -73,8 +73,7 @@ class Context:
         if result.replayed_key is None:
             return {"position": result.position, "events": [e.model_dump() for e in result.events]}
         events = select_rows(self.read_model(), """
-            SELECT position, type FROM events WHERE idempotency_key = ? AND type NOT LIKE 'IdempotencyKey.%'
-            ORDER BY position""", [result.replayed_key])
+            SELECT position, type FROM events WHERE idempotency_key = ? ORDER BY position""", [result.replayed_key])
         return {"position": max((e["position"] for e in events), default=None), "events": events}
 
     def close(self) -> None:

@@ -55,10 +55,18 @@ class CatalogPart:
         if any(e.type == "Releases.Published" for e in envelopes):
             self._release_count = scalar(con, "SELECT count(*) FROM releases")
 
+    def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
+        return (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases,
+                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims)
+
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        for rows in (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases,
-                     self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims):
+        for rows in self._buffers():
             rows.flush(con)
+
+    def discard(self) -> None:
+        """Forget a failed batch's buffered rows."""
+        for rows in self._buffers():
+            rows.clear()
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
         tool = self.tools.get(tool_key)

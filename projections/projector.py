@@ -30,6 +30,8 @@ class Part(Protocol):
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None: ...
 
+    def discard(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class Tracking:
@@ -99,6 +101,8 @@ class Projector:
             run(self.con, "COMMIT")
         except BaseException:
             run(self.con, "ROLLBACK")
+            for part in parts:
+                part.discard()
             raise
         return new_tracking
 

@@ -46,6 +46,9 @@ class AppendRows:
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         insert_rows(con, self.table, self.rows)
+        self.clear()
+
+    def clear(self) -> None:
         self.rows = []
 
 
@@ -89,6 +92,9 @@ class GroupedRows:
         run(con, f"DELETE FROM {self.table} WHERE {self.group} IN (SELECT unnest(?::VARCHAR[]))",
             [sorted(self.groups)])
         insert_rows(con, self.table, list(self.rows.values()))
+        self.clear()
+
+    def clear(self) -> None:
         self.rows, self.groups = {}, set()
 
 
@@ -131,4 +137,7 @@ class HistoryRows:
                                "valid_to": following[0] if following else None,
                                "valid_to_time": following[1] if following else None})
         insert_rows(con, self.table, opened)
+        self.clear()
+
+    def clear(self) -> None:
         self.changes = {}

@@ -39,10 +39,17 @@ class SubjectsPart:
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
         """Nothing to read ahead: every change is a new version."""
 
+    def _buffers(self) -> tuple[HistoryRows, ...]:
+        return (self.units, self.agents, self.allowlists, self.images, self.connectors, self.bindings,
+                self.grants)
+
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        for rows in (self.units, self.agents, self.allowlists, self.images, self.connectors, self.bindings,
-                     self.grants):
+        for rows in self._buffers():
             rows.flush(con)
+
+    def discard(self) -> None:
+        for rows in self._buffers():
+            rows.clear()
 
     def unit_created(self, e: Envelope, data: dict[str, Any]) -> None:
         self.units.set((data["name"],), {"parent": data["parent"]}, e.position, when(e))
@@ -117,6 +124,9 @@ class EffectivePart:
             run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
                 {"s": changed})
             insert_rows(con, "changelog_outbox", rows)
+        self.discard()
+
+    def discard(self) -> None:
         self.everyone, self.units, self.agents = False, set(), set()
 
     def touched(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

@@ -118,3 +118,42 @@ def toolcat(home: Path) -> Any:
         done = subprocess.run(command, capture_output=True, text=True, env=full_env, timeout=timeout)
         return Run(done.returncode, done.stdout, done.stderr)
     return run
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A Kafka-protocol broker for the session: TOOLCAT_TEST_KAFKA_BOOTSTRAP if set, else the bundled
+    Tansu broker on a free loopback port (memory storage)."""
+    configured = Settings().test_kafka_bootstrap
+    if configured:
+        yield configured
+        return
+    from infra.broker import DevBroker
+    broker = DevBroker(log=tmp_path_factory.mktemp("broker") / "tansu.log").start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_settings(home: Path, kafka_bootstrap: str) -> Settings:
+    """Settings with the session broker and topic names unique to this test."""
+    suffix = uuid.uuid4().hex[:10]
+    return Settings(home=home, event_store_url=None, kafka_bootstrap=kafka_bootstrap,
+                    kafka_events_topic=f"toolcat.events.{suffix}",
+                    kafka_effective_topic=f"toolcat.effective-tools.{suffix}",
+                    kafka_dlq_topic=f"toolcat.events.dlq.{suffix}",
+                    kafka_group_id=f"toolcat-projector-{suffix}",
+                    kafka_session_timeout_ms=6000, kafka_retry_seconds=5.0)
+
+
+def kafka_env(settings: Settings) -> dict[str, str]:
+    """The environment that gives a `toolcat` subprocess the same Kafka settings."""
+    return {"TOOLCAT_KAFKA_BOOTSTRAP": settings.kafka_bootstrap or "",
+            "TOOLCAT_KAFKA_EVENTS_TOPIC": settings.kafka_events_topic,
+            "TOOLCAT_KAFKA_EFFECTIVE_TOPIC": settings.kafka_effective_topic,
+            "TOOLCAT_KAFKA_DLQ_TOPIC": settings.kafka_dlq_topic,
+            "TOOLCAT_KAFKA_GROUP_ID": settings.kafka_group_id,
+            "TOOLCAT_KAFKA_SESSION_TIMEOUT_MS": str(settings.kafka_session_timeout_ms),
+            "TOOLCAT_KAFKA_RETRY_SECONDS": str(settings.kafka_retry_seconds)}
