@@ -10,9 +10,10 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import RecordConflictError
 from pydantic import BaseModel
 
+from domain.audit import AUDIT_KEY, AuditLog
 from domain.base import Meta
-from domain.errors import AliasConflict, Conflict, DuplicateTool, IdempotencyKeyReused, NotAnAlias, \
-    PolicyAlreadySet, UnknownTool
+from domain.errors import AliasConflict, Conflict, DuplicateTool, IdempotencyKeyReused, IntegrityFailure, \
+    NotAnAlias, PolicyAlreadySet, UnknownTool
 from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
 from domain.name import NameClaim, name_key
 from domain.naming import NamingPolicy, preset
@@ -218,6 +219,14 @@ class Catalog(SubjectUseCases, Application[uuid.UUID]):
             batch.add(tool)
         return self.execute("alias.retire", {"alias": alias, "release": release}, meta, build)
 
+    def seal(self, position: int, head: str, events: int, meta: Meta) -> WriteResult:
+        """Record the verified chain head (`audit seal`)."""
+        def build(batch: Batch) -> None:
+            log = self.get_or_none(AUDIT_KEY) or AuditLog.start(meta)
+            log.seal(position, head, events, meta)
+            batch.add(log)
+        return self.execute("audit.seal", {"position": position, "hash": head}, meta, build)
+
     # -- lookups that reject ----------------------------------------------------------------------
     def canonical_tool(self, tool_id: str) -> Tool:
         tool = self.owner_of(tool_id)
@@ -262,12 +271,21 @@ class HistoryRecord(BaseModel):
     state: dict[str, Any]
 
 
-def _read_history(catalog: Catalog, after: int, limit: int) -> list[HistoryRecord]:
-    notifications = catalog.recorder.select_notifications(start=after + 1, limit=limit)
+def _read_history(catalog: Catalog, after: int, limit: int, topics: tuple[str, ...] = ()
+                  ) -> list[HistoryRecord]:
+    """Stored events after a position, in order; an event that no longer decodes is an integrity failure."""
+    notifications = catalog.recorder.select_notifications(start=after + 1, limit=limit, topics=topics)
     decode = catalog.mapper.transcoder.decode
-    return [HistoryRecord(position=n.id, originator_id=str(n.originator_id),
-                          originator_version=n.originator_version, topic=n.topic, state=decode(n.state))
-            for n in notifications]
+    records = []
+    for n in notifications:
+        try:
+            state = decode(n.state)
+        except Exception as error:  # any decoding failure means the stored bytes were altered
+            raise IntegrityFailure(f"the stored event at position {n.id} no longer decodes: {error}",
+                                   position=n.id) from error
+        records.append(HistoryRecord(position=n.id, originator_id=str(n.originator_id),
+                                     originator_version=n.originator_version, topic=n.topic, state=state))
+    return records
 
 
 Catalog.history = _read_history  # type: ignore[attr-defined]

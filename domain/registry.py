@@ -5,6 +5,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
+from domain.audit import AuditLog
 from domain.connector import Connector
 from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
@@ -15,7 +16,7 @@ from domain.subjects import Agent, Unit
 from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
-                                           Connector, SubjectGrants)
+                                           Connector, SubjectGrants, AuditLog)
 
 
 def _event_classes() -> dict[str, type]:

@@ -138,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
           "read")
     c.add("audit alias", reads.cmd_audit_alias, "an alias's window, milestones and removal steps", "read") \
         .add_argument("alias", metavar="ALIAS")
+    c.add("audit seal", reads.cmd_audit_seal, "verify the chain and record its head in the store", "write")
+    c.add("audit replay", reads.cmd_audit_replay, "replay the store into a scratch read model and compare",
+          "read").add_argument("--until", type=int, metavar="POSITION")
+    p = c.add("audit report", reads.cmd_audit_report, "the deprecation audit report as JSON or HTML", "read")
+    p.add_argument("--alias", metavar="ALIAS")
+    p.add_argument("--format", choices=("json", "html"), default="html")
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
     p = c.add("project", pipelines.cmd_project, "bring the DuckDB read model up to date", "pipeline")
     p.add_argument("--follow", action="store_true", help="keep projecting new events until stopped")
     p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store")

@@ -32,6 +32,7 @@ class CatalogPart:
         self.alias_history = HistoryRows("alias_history", ("alias",))
         self.platform_namespaces = AppendRows("platform_namespaces")
         self.pattern_shims = AppendRows("pattern_shims")
+        self.seals = AppendRows("seals")
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {
             "Policy.Recorded": self.policy_recorded,
@@ -46,6 +47,8 @@ class CatalogPart:
             "Tool.AliasRetired": self.alias_retired,
             "Name.Claimed": self.ignore,
             "IdempotencyKey.Used": self.ignore,
+            "Audit.Started": self.ignore,
+            "Audit.Sealed": self.sealed,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
@@ -57,7 +60,7 @@ class CatalogPart:
 
     def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
         return (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases,
-                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims)
+                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals)
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         for rows in self._buffers():
@@ -95,6 +98,10 @@ class CatalogPart:
         for pattern, targets in policy.get("pattern_shims", {}).items():
             for target in targets:
                 self.pattern_shims.add(pattern=pattern, target=target, **since)
+
+    def sealed(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.seals.add(sealed_position=data["position"], hash=data["hash"], events=data["events"],
+                       position=e.position, recorded_at=when(e), actor=e.actor)
 
     def release_published(self, e: Envelope, data: dict[str, Any]) -> None:
         assert self._release_count is not None

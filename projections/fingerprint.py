@@ -1,47 +1,62 @@
-"""A digest of the read model's content, to prove two read models (store, Kafka, rebuild) are the same."""
+"""A digest of the read model's content as of a position, to prove that two read models (from the store,
+from Kafka, after a rebuild, or a replay) say the same thing, bit for bit.
+
+It is computed as of any position P from what the read model records for positions up to P — the events,
+the append-only tables, the history tables clipped at P, the static tool descriptors and the effective
+sets at P — so a read model that has moved on can still be compared with a replay that stopped at P.
+Nothing about how or when a copy was built enters it (tracking times, offsets, migration times).
+"""
 from __future__ import annotations
 
 import hashlib
 
 import duckdb
 
+from projections.effective import effective_rows
+from projections.projector import read_tracking
 from projections.rows import run
 
-# Every table a contract read uses, with the columns that describe the history (not when or how
-# this copy was built: tracking.updated_at, migration times and Kafka offsets differ between copies).
-FINGERPRINT_TABLES: dict[str, str] = {
-    "tracking": "projection, position, hash, events",
-    "events": "*",
-    "naming_policy": "*",
-    "releases": "*",
-    "tools": "*",
-    "aliases": "*",
-    "alias_milestones": "*",
-    "alias_steps": "*",
-    "tool_history": "*",
-    "alias_history": "*",
-    "platform_namespaces": "*",
-    "pattern_shims": "*",
-    "unit_history": "*",
-    "agent_history": "*",
-    "allowlist_history": "*",
-    "image_history": "*",
-    "connector_history": "*",
-    "binding_history": "*",
-    "grant_history": "*",
-    "effective_tools": "*",
-}
+_UP_TO = "position <= $at"
+APPEND_ONLY = {"events": _UP_TO, "naming_policy": _UP_TO, "releases": _UP_TO, "alias_milestones": _UP_TO,
+               "alias_steps": _UP_TO, "seals": _UP_TO}
+HISTORY = ("tool_history", "alias_history", "platform_namespaces", "pattern_shims", "unit_history",
+           "agent_history", "allowlist_history", "image_history", "connector_history", "binding_history",
+           "grant_history")
+_STATIC_TOOL = ("tool_key, family, group_name, tier, visibility, source, backing_server, plugin, input_schema, "
+                "schema_valid, classes, risk, requires_state, registered_position, registered_at")
 
 
-def table_digest(con: duckdb.DuckDBPyConnection, table: str, columns: str = "*") -> str:
-    """SHA-256 of the table's rows in a canonical order, computed inside DuckDB."""
-    rows = run(con, f"SELECT sha256(coalesce(string_agg(r, chr(10) ORDER BY r), '')) FROM "
-                    f"(SELECT CAST(t AS VARCHAR) AS r FROM (SELECT {columns} FROM {table}) t)")
+def _digest(con: duckdb.DuckDBPyConnection, select: str, at: int) -> str:
+    """SHA-256 over the sorted MD5s of the rows: canonical, and small in memory for any table size."""
+    rows = run(con, f"SELECT sha256(coalesce(string_agg(h, '' ORDER BY h), '')) FROM "
+                    f"(SELECT md5(CAST(t AS VARCHAR)) AS h FROM ({select}) t)", {"at": at})
     return rows[0][0]
 
 
-def fingerprint(con: duckdb.DuckDBPyConnection) -> str:
-    digest = hashlib.sha256()
-    for table, columns in FINGERPRINT_TABLES.items():
-        digest.update(f"{table}:{table_digest(con, table, columns)}\n".encode())
+def _clipped(table: str) -> str:
+    """History rows known at P, with versions that ended after P shown as still open."""
+    return (f"SELECT * REPLACE (CASE WHEN valid_to > $at THEN NULL ELSE valid_to END AS valid_to, "
+            f"CASE WHEN valid_to > $at THEN NULL ELSE valid_to_time END AS valid_to_time) "
+            f"FROM {table} WHERE valid_from <= $at")
+
+
+def _subjects_at(con: duckdb.DuckDBPyConnection, at: int) -> list[tuple[str, str]]:
+    return [tuple(r) for r in run(con, """
+        SELECT 'unit', name FROM unit_history WHERE valid_from <= $at AND (valid_to IS NULL OR valid_to > $at)
+        UNION ALL
+        SELECT 'agent', name FROM agent_history WHERE valid_from <= $at AND (valid_to IS NULL OR valid_to > $at)
+        ORDER BY 1, 2""", {"at": at})]
+
+
+def fingerprint(con: duckdb.DuckDBPyConnection, at: int | None = None) -> str:
+    """The read model's fingerprint as of `at` (default: the position it has reached)."""
+    at = read_tracking(con).position if at is None else at
+    digest = hashlib.sha256(f"position:{at}\n".encode())
+    parts: list[tuple[str, str]] = [(t, f"SELECT * FROM {t} WHERE {w}") for t, w in APPEND_ONLY.items()]
+    parts += [(t, _clipped(t)) for t in HISTORY]
+    parts.append(("tools", f"SELECT {_STATIC_TOOL} FROM tools WHERE registered_position <= $at"))
+    for name, select in parts:
+        digest.update(f"{name}:{_digest(con, select, at)}\n".encode())
+    for row in effective_rows(con, _subjects_at(con, at), at):
+        digest.update(repr(sorted(row.items())).encode())
     return digest.hexdigest()

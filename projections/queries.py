@@ -9,7 +9,7 @@ import duckdb
 
 from domain.errors import RetiredAlias, UnknownTool, UsageError
 from domain.window import earliest_removal
-from projections.rows import scalar, select_rows
+from projections.rows import run, scalar, select_rows
 
 _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t.visibility, t.source,
     t.backing_server, t.plugin, t.description, t.classes, t.risk, t.schema_valid, t.requires_state"""
@@ -137,3 +137,38 @@ def position_at_time(con: duckdb.DuckDBPyConnection, moment: str) -> int:
     except duckdb.ConversionException as error:
         raise UsageError(f"--as-of {moment!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from error
     return found or 0
+
+
+def _findings(report: dict[str, Any], introduced: str | None) -> list[str]:
+    """Rules the recorded history does not meet (re-checked independently of the write path)."""
+    from domain.errors import CatalogRuleError
+    from domain.window import check_retirement
+    findings = []
+    milestones = {m["name"]: m["release"] for m in report["milestones"]}
+    steps = {s["step"]: s for s in report["steps"]}
+    retired_at = report["window"]["retired_release"]
+    if report["state"] == "retired":
+        before = {n: s for n, s in steps.items() if n in (1, 2) and s["position"] < steps.get(3, {}).get("position", 0)}
+        try:
+            check_retirement(retired_at, milestones, introduced, before)
+        except CatalogRuleError as error:
+            findings.append(f"retired in {retired_at} although {error.message}")
+        if 5 not in steps:
+            findings.append("step 5 (legacy examples and fixtures cleaned up) has not been recorded yet")
+    return findings
+
+
+def audit_report(con: duckdb.DuckDBPyConnection, alias: str | None = None) -> dict[str, Any]:
+    """Every deprecated or retired alias (or one), with its window, milestones, steps and findings."""
+    names = [alias] if alias else [r[0] for r in run(con, "SELECT alias FROM aliases WHERE lifecycle <> 'alias' "
+                                                          "ORDER BY alias")]
+    entries = []
+    for name in names:
+        report = audit_alias(con, name)
+        introduced = scalar(con, """SELECT r.version FROM releases r, tools t, aliases a
+            WHERE a.alias = $a AND t.tool_key = a.tool_key AND r.position > t.canonical_position
+            ORDER BY r.seq LIMIT 1""", {"a": name})
+        report["canonical_introduced_release"] = introduced
+        report["findings"] = _findings(report, introduced)
+        entries.append(report)
+    return {"position": scalar(con, "SELECT max(position) FROM events") or 0, "aliases": entries}

@@ -178,10 +178,17 @@ def test_given_the_story_when_caught_up_one_event_per_page_or_in_one_page_then_t
         small = open_read_model(settings, path=home / "paged.duckdb")
         big = open_read_model(settings, path=home / "whole.duckdb")
         try:
-            assert catch_up(catalog, Projector(small), page_size=1) == catch_up(catalog, Projector(big),
-                                                                                 page_size=100_000)
+            after_each_event: dict[int, list[dict[str, Any]]] = {}
+            paged = catch_up(catalog, Projector(small), page_size=1,
+                             progress=lambda tracking: after_each_event.update({tracking.position: whole_set(small)}))
+            assert paged == catch_up(catalog, Projector(big), page_size=100_000)
             for name in HISTORY_TABLES:
                 assert table(small, name) == table(big, name), name
+            # as of every single event (also inside a multi-event command), both answer what was live then
+            assert sorted(after_each_event) == list(range(1, paged.position + 1))
+            for position, rows in after_each_event.items():
+                assert effective_rows(small, STORY_SUBJECTS, at=position) == rows, f"position {position}"
+                assert effective_rows(big, STORY_SUBJECTS, at=position) == rows, f"position {position}"
             assert whole_set(small) == effective_rows(small, STORY_SUBJECTS)
             assert len(whole_set(small)) > 10
         finally:

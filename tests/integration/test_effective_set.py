@@ -241,6 +241,22 @@ def test_given_the_same_tool_granted_on_the_agent_and_on_its_units_when_projecte
     assert [(w["place"], w["inherited_from"]) for w in ways] == [(1, None), (2, "org")]
 
 
+def test_given_a_connector_bound_on_two_levels_when_unbound_from_the_nearer_then_the_farther_binding_shows(
+        org_tree: World) -> None:
+    org_tree.register_connector("arxiv", None, ["arxiv.search"])
+    org_tree.bind_connector("arxiv", "org")
+    org_tree.bind_connector("arxiv", "research")
+    assert org_tree.agent("scout")["arxiv.search"]["inherited_from"] == "research"
+
+    org_tree.unbind_connector("arxiv", "research")
+
+    row = org_tree.agent("scout")["arxiv.search"]
+    assert (row["provenance"], row["inherited_from"]) == ("connector:arxiv", "org")
+    assert org_tree.unit("research")["arxiv.search"]["inherited_from"] == "org"
+    org_tree.unbind_connector("arxiv", "org")
+    assert "arxiv.search" not in org_tree.agent("scout")
+
+
 def test_given_a_unit_outside_the_tree_when_projected_then_it_inherits_nothing_from_it(org_tree: World) -> None:
     org_tree.create_unit("ops", None)
     org_tree.tool("notes.search")
@@ -408,13 +424,14 @@ def test_given_a_namespace_grant_when_tools_are_registered_later_then_the_grant_
 
 @pytest.fixture
 def exposed(sv: World) -> World:
-    """Agent `a` (stateless) in unit `team`, granted four tools through the unit."""
+    """Agent `a` (stateless) in unit `team`, granted five tools through the unit."""
     sv.create_unit("team", None)
     sv.create_agent("a", "team", "stateless")
     sv.tool("x.bad_schema", input_schema={"type": "strng"})
     sv.tool("x.stateful", requires_state=True)
     sv.tool("x.fine", input_schema={"type": "object", "properties": {"q": {"type": "string"}}})
     sv.tool("x.other")
+    sv.tool("x.both", input_schema={"type": "object", "required": "q"}, requires_state=True)
     sv.add_grant("unit:team", "x.*")
     return sv
 
@@ -423,7 +440,8 @@ def test_given_an_agent_without_allowlist_when_projected_then_each_exposure_stat
         exposed: World) -> None:
     assert exposed.exposures("a") == {
         "x.bad_schema": "disabled_invalid_schema", "x.stateful": "disabled_by_state_mode",
-        "x.fine": "enabled", "x.other": "enabled"}
+        "x.fine": "enabled", "x.other": "enabled",
+        "x.both": "disabled_invalid_schema"}
     assert {r["exposure"] for r in exposed.unit("team").values()} == {None}
 
 
@@ -435,7 +453,8 @@ def test_given_an_allowlist_when_projected_then_tools_outside_it_are_disabled_by
         "x.bad_schema": "disabled_invalid_schema",      # the schema check comes first …
         "x.stateful": "disabled_by_state_mode",         # … then the state mode …
         "x.fine": "enabled",
-        "x.other": "disabled_by_agent_allowlist"}       # … then the allowlist
+        "x.other": "disabled_by_agent_allowlist",       # … then the allowlist
+        "x.both": "disabled_invalid_schema"}
     assert {r["exposure"] for r in exposed.unit("team").values()} == {None}
 
 
@@ -444,6 +463,7 @@ def test_given_a_stateful_agent_when_projected_then_state_requiring_tools_are_en
 
     assert exposed.exposures("keeper")["x.stateful"] == "enabled"
     assert exposed.exposures("keeper")["x.bad_schema"] == "disabled_invalid_schema"
+    assert exposed.exposures("keeper")["x.both"] == "disabled_invalid_schema"
 
 
 def test_given_an_allowlist_covering_everything_when_projected_then_only_schema_and_state_disable(
@@ -451,7 +471,7 @@ def test_given_an_allowlist_covering_everything_when_projected_then_only_schema_
     exposed.set_allowlist("a", ["x.*"])
     assert exposed.exposures("a") == {
         "x.bad_schema": "disabled_invalid_schema", "x.stateful": "disabled_by_state_mode",
-        "x.fine": "enabled", "x.other": "enabled"}
+        "x.fine": "enabled", "x.other": "enabled", "x.both": "disabled_invalid_schema"}
     exposed.set_allowlist("a", ["*"])
     assert exposed.exposures("a")["x.other"] == "enabled"
 
@@ -574,6 +594,20 @@ def test_given_a_granted_tool_when_renamed_then_the_effective_set_shows_the_new_
     sv.revoke_grant("agent:a", "arxiv.search")
     assert set(sv.agent("a")) == {"arxiv.find"}
     assert sv.agent("a")["arxiv.find"]["inherited_from"] == "team"
+
+
+def test_given_an_allowlist_naming_a_tool_when_the_tool_is_renamed_then_the_old_id_still_enables_it(
+        sv: World) -> None:
+    sv.create_unit("team", None)
+    sv.create_agent("a", "team", "stateful")
+    sv.tool("web.search")
+    sv.tool("web.fetch")
+    sv.add_grant("unit:team", "web.*")
+    sv.set_allowlist("a", ["web.search"])
+
+    sv.rename_tool("web.search", "web.find")
+
+    assert sv.exposures("a") == {"web.find": "enabled", "web.fetch": "disabled_by_agent_allowlist"}
 
 
 # --- explain ---------------------------------------------------------------------------------------------------
