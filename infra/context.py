@@ -40,15 +40,37 @@ class Context:
                     idempotency_key=getattr(self.args, "idempotency_key", None))
 
     def read_model(self) -> duckdb.DuckDBPyConnection:
-        """The read model, caught up with the store (or, with --min-position, at least there)."""
+        """The read model, caught up with the store (or, with --min-position, at least there).
+
+        A read model that is already current is opened read-only, so concurrent readers never queue
+        behind each other; only a read that finds it behind takes the write lock to catch up."""
         if self._con is None:
-            self._con = open_read_model(self.settings)
             wanted = getattr(self.args, "min_position", None)
-            if wanted is None or read_tracking(self._con).position < wanted:
-                catch_up(self.catalog, Projector(self._con))
-            if wanted is not None:
-                self._wait_for(wanted)
+            self._con = self._current_read_only(wanted)
+            if self._con is None:
+                self._con = open_read_model(self.settings)
+                if wanted is None or read_tracking(self._con).position < wanted:
+                    catch_up(self.catalog, Projector(self._con))
+                if wanted is not None:
+                    self._wait_for(wanted)
         return self._con
+
+    def _current_read_only(self, wanted: int | None) -> duckdb.DuckDBPyConnection | None:
+        if not self.settings.read_model_path.exists():
+            return None
+        try:
+            con = open_read_model(self.settings, read_only=True)
+        except Unavailable:
+            return None
+        try:
+            reached = read_tracking(con).position
+            target = wanted if wanted is not None else (self.catalog.recorder.max_notification_id() or 0)
+        except duckdb.Error:  # not migrated yet
+            reached, target = -1, 0
+        if reached >= target:
+            return con
+        con.close()
+        return None
 
     def read_only_model(self) -> duckdb.DuckDBPyConnection:
         """Caught up like `read_model`, then reopened read-only: nothing a query does can change it."""

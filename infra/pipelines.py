@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from domain.errors import Unavailable
 from infra import kafka_clients
 from infra.broker import DevBroker
 from infra.context import Context
@@ -47,20 +48,35 @@ def _changelog(ctx: Context) -> Callable[[duckdb.DuckDBPyConnection], int]:
 def _project_store(ctx: Context, stop: StopFlag) -> Tracking:
     publish = _changelog(ctx)
     progress = progress_printer(ctx)
-    while True:
+    tracking = Tracking(0, "", 0)
+    while not stop():
         # The file is opened only while there is work, so readers are never locked out for long.
-        con = open_read_model(ctx.settings)
+        con = _open_waiting(ctx, stop)
+        if con is None:
+            break
         try:
             tracking = catch_up(ctx.catalog, Projector(con), progress=progress)
             publish(con)
         finally:
             con.close()
         if not ctx.args.follow:
-            return tracking
+            break
         while not stop() and (ctx.catalog.recorder.max_notification_id() or 0) <= tracking.position:
             time.sleep(ctx.settings.follow_poll_seconds)
-        if stop():
-            return tracking
+    return tracking
+
+
+def _open_waiting(ctx: Context, stop: StopFlag) -> duckdb.DuckDBPyConnection | None:
+    """Open the read model for writing; a follower waits for readers that hold it, with a notice."""
+    while True:
+        try:
+            return open_read_model(ctx.settings)
+        except Unavailable as error:
+            if not ctx.args.follow:
+                raise
+            if stop():
+                return None
+            sys.stderr.write(f"waiting for the read model: {error.message}\n")
 
 
 def _project_kafka(ctx: Context, stop: StopFlag) -> Tracking:
@@ -91,7 +107,9 @@ def _project_kafka(ctx: Context, stop: StopFlag) -> Tracking:
                     con = None
                 continue
             idle_since = time.monotonic()
-            con = con or open_read_model(settings)
+            con = con or _open_waiting(ctx, stop)
+            if con is None:
+                break
             tracking = stream.apply(Projector(con), messages)
             publish(con)
             if progress:

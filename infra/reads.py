@@ -59,7 +59,8 @@ def cmd_tool_list(ctx: Context) -> int:
 def cmd_audit_verify(ctx: Context) -> int:
     # PostgreSQL sequences may skip numbers when a write is rolled back; SQLite positions never do.
     report = verify(ctx.catalog, ctx.read_model(), contiguous=not ctx.settings.event_store_url)
-    return emit(ctx, report, f"ok: {report['events']} events, {report['seals']} seal(s) hold, chain head {report['head']}")
+    return emit(ctx, report, f"ok: {report['events']} events, {report['seals']} seal(s) hold, "
+                             f"chain head {report['head']}")
 
 
 def cmd_audit_alias(ctx: Context) -> int:

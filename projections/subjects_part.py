@@ -88,27 +88,37 @@ class SubjectsPart:
         self.grants.set((kind, name, data["tool_key"] or data["target"]), None, e.position, when(e))
 
 
-# Changes to tools, aliases, the policy or connectors can change any subject's set.
-_EVERYONE = ("Tool.", "Policy.", "Connector.")
-
-
 class EffectivePart:
-    """Keeps `effective_tools` current: after a batch, recomputes only the subjects it touched."""
+    """Keeps `effective_tools` current: after a batch, recomputes only the subjects it can have changed."""
 
     handlers: dict[str, Handler] = {}
 
     def __init__(self) -> None:
+        self.discard()
+        self.last_position = 0
+
+    def discard(self) -> None:
         self.everyone = False
         self.units: set[str] = set()
         self.agents: set[str] = set()
-        self.last_position = 0
+        self.new_tools: set[str] = set()       # canonical IDs registered or renamed to in this batch
+        self.moved_tools: set[str] = set()     # tool keys whose canonical ID changed
+        self.aliases_changed = False           # allowlists resolve through aliases
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
         self.last_position = envelopes[-1].position
         for e in envelopes:
             data = e.data
-            if e.type.startswith(_EVERYONE):
+            if e.type == "Policy.Recorded":
                 self.everyone = True
+            elif e.type == "Tool.Registered":
+                self.new_tools.add(data["tool_id"])
+            elif e.type == "Tool.Renamed":
+                self.new_tools.add(data["new_id"])
+                self.moved_tools.add(e.originator_id)
+                self.aliases_changed = True
+            elif e.type in ("Tool.AliasAdded", "Tool.AliasDeprecated", "Tool.AliasRetired"):
+                self.aliases_changed = True
             elif e.type.startswith("Unit."):
                 self.units.add(data.get("unit") or data["name"])
             elif e.type.startswith("Agent."):
@@ -118,6 +128,7 @@ class EffectivePart:
                 (self.units if kind == "unit" else self.agents).add(name)
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._reach_of_tool_changes(con)
         changed = refresh(con, self.touched(con))
         if changed:
             rows = [{"subject": subject, "position": self.last_position} for subject in changed]
@@ -126,8 +137,32 @@ class EffectivePart:
             insert_rows(con, "changelog_outbox", rows)
         self.discard()
 
-    def discard(self) -> None:
-        self.everyone, self.units, self.agents = False, set(), set()
+    def _add(self, rows: list[tuple]) -> None:
+        for kind, name in rows:
+            (self.units if kind == "unit" else self.agents).add(name)
+
+    def _reach_of_tool_changes(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Who a new or renamed tool can reach: connector namespaces and ns.* grants that cover it
+        (a platform namespace reaches everyone); a renamed tool also leaves the sets it was in."""
+        if self.new_tools:
+            ids = sorted(self.new_tools)
+            platform = run(con, "SELECT count(*) FROM platform_namespaces WHERE valid_to IS NULL AND namespace IN "
+                                "(SELECT split_part(unnest($ids::VARCHAR[]), '.', 1))", {"ids": ids})[0][0]
+            self.everyone = self.everyone or platform > 0
+            self._add(run(con, """
+                SELECT 'unit', b.unit FROM binding_history b JOIN connector_history k ON k.slug = b.slug
+                WHERE b.valid_to IS NULL AND k.valid_to IS NULL
+                  AND EXISTS (SELECT 1 FROM unnest($ids::VARCHAR[]) AS x(id) WHERE starts_with(x.id, k.namespace || '.'))
+                UNION
+                SELECT g.subject_kind, g.subject FROM grant_history g
+                WHERE g.valid_to IS NULL AND g.tool_key IS NULL
+                  AND EXISTS (SELECT 1 FROM unnest($ids::VARCHAR[]) AS x(id) WHERE starts_with(x.id, rtrim(g.target, '*')))
+                """, {"ids": ids}))
+        if self.moved_tools:
+            self._add(run(con, "SELECT DISTINCT subject_kind, subject FROM effective_tools "
+                               "WHERE tool_key IN (SELECT unnest($k::VARCHAR[]))", {"k": sorted(self.moved_tools)}))
+        if self.aliases_changed:
+            self._add(run(con, "SELECT 'agent', agent FROM allowlist_history WHERE valid_to IS NULL"))
 
     def touched(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
         """The touched subjects; a unit brings its descendant units and their agents."""
