@@ -283,8 +283,9 @@ def _read_history(catalog: Catalog, after: int, limit: int, topics: tuple[str, .
         except Exception as error:  # any decoding failure means the stored bytes were altered
             raise IntegrityFailure(f"the stored event at position {n.id} no longer decodes: {error}",
                                    position=n.id) from error
-        records.append(HistoryRecord(position=n.id, originator_id=str(n.originator_id),
-                                     originator_version=n.originator_version, topic=n.topic, state=state))
+        records.append(HistoryRecord.model_construct(position=n.id, originator_id=str(n.originator_id),
+                                                     originator_version=n.originator_version, topic=n.topic,
+                                                     state=state))
     return records
 
 

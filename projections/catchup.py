@@ -20,7 +20,7 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
             records = [r for r in records if r.position <= until]
         if not records:
             break
-        tracking = projector.apply(seal_all(records, tracking.position, tracking.hash))
+        tracking = projector.apply(seal_all(records, tracking.position, tracking.hash), sealed_here=True)
         if progress:
             progress(tracking)
     return tracking

@@ -36,11 +36,21 @@ chain AS (  -- the subject's own unit (for a unit: itself) and every ancestor, w
     SELECT c.kind, c.name, u.parent, c.depth + 1
     FROM chain c JOIN unit_history_at u ON u.name = c.unit WHERE u.parent IS NOT NULL
 ),
-granted AS (  -- every (subject of a grant, tool) pair a grant covers; patterns match by prefix
-    SELECT g.subject_kind, g.subject, g.target, g.valid_from AS position, t.tool_key
-    FROM grant_history_at g JOIN tool_history_at t
-      ON (g.tool_key IS NOT NULL AND t.tool_key = g.tool_key)
-      OR (g.tool_key IS NULL AND starts_with(t.canonical_id, rtrim(g.target, '*')))
+wanted AS (  -- the grant holders whose grants matter: the subjects and every unit in their chains
+    SELECT DISTINCT 'agent' AS kind, name FROM _subjects WHERE kind = 'agent'
+    UNION SELECT DISTINCT 'unit', unit FROM chain
+),
+grant_rows AS (
+    SELECT g.* FROM grant_history_at g JOIN wanted w ON g.subject_kind = w.kind AND g.subject = w.name
+),
+granted AS (  -- every (grant holder, tool) pair a grant covers: by tool key, or by namespace prefix
+    SELECT g.subject_kind, g.subject, g.target, g.valid_from AS position, g.tool_key
+    FROM grant_rows g JOIN tool_history_at t ON t.tool_key = g.tool_key
+    UNION ALL
+    SELECT g.subject_kind, g.subject, g.target, g.valid_from, t.tool_key
+    FROM grant_rows g JOIN tool_history_at t
+      ON g.tool_key IS NULL AND t.namespace = split_part(g.target, '.', 1)
+     AND starts_with(t.canonical_id, rtrim(g.target, '*'))
 ),
 candidates AS (
     SELECT s.kind, s.name, g.tool_key, 1 AS rank, 'explicit' AS provenance, NULL AS inherited_from,
@@ -55,7 +65,8 @@ candidates AS (
            c.depth, b.valid_from, 'connector ' || b.slug || ' bound to unit:' || c.unit
     FROM chain c JOIN binding_history_at b ON b.unit = c.unit
     JOIN connector_history_at k ON k.slug = b.slug
-    JOIN tool_history_at t ON starts_with(t.canonical_id, k.namespace || '.')
+    JOIN tool_history_at t ON t.namespace = split_part(k.namespace, '.', 1)
+     AND starts_with(t.canonical_id, k.namespace || '.')
     UNION ALL
     SELECT s.kind, s.name, t.tool_key, 3, 'platform', NULL, 0, t.valid_from, 'platform namespace ' || t.namespace
     FROM _subjects s JOIN tool_history_at t ON t.namespace IN (SELECT namespace FROM platform_namespaces_at)
@@ -68,19 +79,27 @@ candidates AS (
       ON s.kind = 'agent' AND i.agent = s.name
     JOIN tool_history_at t ON t.tool_key = i.tool_key
 ),
-allow AS (  -- allowlist entries, pattern shims expanded to what they stand for
+allow AS (  -- allowlist entries of the agents asked about, pattern shims expanded
     SELECT l.agent, coalesce(sh.target, l.pattern) AS pattern
-    FROM (SELECT agent, unnest(patterns) AS pattern FROM allowlist_history_at) l
+    FROM (SELECT agent, unnest(patterns) AS pattern FROM allowlist_history_at
+          WHERE agent IN (SELECT name FROM _subjects WHERE kind = 'agent')) l
     LEFT JOIN pattern_shims_at sh ON sh.pattern = l.pattern
 ),
 allowed AS (  -- (agent, tool) pairs an allowlist admits, through canonical IDs, aliases and shims
-    SELECT DISTINCT a.agent, t.tool_key FROM allow a JOIN tool_history_at t
-      ON a.pattern = '*' OR t.canonical_id = a.pattern
-      OR (a.pattern LIKE '%.*' AND starts_with(t.canonical_id, rtrim(a.pattern, '*')))
+    SELECT a.agent, t.tool_key FROM allow a, tool_history_at t WHERE a.pattern = '*'
     UNION
-    SELECT DISTINCT a.agent, al.tool_key FROM allow a JOIN alias_history_at al
-      ON al.lifecycle <> 'retired' AND (al.alias = a.pattern
-         OR (a.pattern LIKE '%.*' AND starts_with(al.alias, rtrim(a.pattern, '*'))))
+    SELECT a.agent, t.tool_key FROM allow a JOIN tool_history_at t ON t.canonical_id = a.pattern
+    UNION
+    SELECT a.agent, t.tool_key FROM allow a JOIN tool_history_at t
+      ON a.pattern LIKE '%.*' AND t.namespace = split_part(a.pattern, '.', 1)
+     AND starts_with(t.canonical_id, rtrim(a.pattern, '*'))
+    UNION
+    SELECT a.agent, al.tool_key FROM allow a JOIN alias_history_at al
+      ON al.lifecycle <> 'retired' AND al.alias = a.pattern
+    UNION
+    SELECT a.agent, al.tool_key FROM allow a JOIN alias_history_at al
+      ON al.lifecycle <> 'retired' AND a.pattern LIKE '%.*' AND a.pattern <> '*'
+     AND split_part(al.alias, '.', 1) = split_part(a.pattern, '.', 1) AND starts_with(al.alias, rtrim(a.pattern, '*'))
 ),
 ranked AS (
     SELECT *, row_number() OVER (PARTITION BY kind, name, tool_key
@@ -133,9 +152,11 @@ def explain_rows(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_
     return _with_subjects(con, [subject], sql, {"at": at, "tool": tool_key})
 
 
-_SNAPSHOT = ("SELECT subject_kind || ':' || subject AS subject, list(struct_pack(tool_key, tool_id, description, "
-             "provenance, inherited_from, exposure) ORDER BY tool_key) AS tools FROM effective_tools e "
-             "JOIN _subjects s ON e.subject_kind = s.kind AND e.subject = s.name GROUP BY 1")
+# One digest per subject, computed in DuckDB: comparing sets never moves their rows into Python.
+# Rows are unique per (subject, tool), so an XOR of row hashes changes whenever the set does.
+_SNAPSHOT = ("SELECT subject_kind || ':' || subject AS subject, bit_xor(hash(tool_key, tool_id, description, "
+             "provenance, inherited_from, exposure)) AS digest, count(*) AS n "
+             "FROM effective_tools e JOIN _subjects s ON e.subject_kind = s.kind AND e.subject = s.name GROUP BY 1")
 
 
 def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
@@ -147,12 +168,12 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
                      schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
     con.register("_subjects", table)
     try:
-        before = {r[0]: r[1] for r in run(con, _SNAPSHOT)}
+        before = {r[0]: r[1:] for r in run(con, _SNAPSHOT)}
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
         run(con, f"INSERT INTO effective_tools SELECT * FROM ({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} "
                  "FROM described WHERE place = 1)", {"at": INFINITY})
-        after = {r[0]: r[1] for r in run(con, _SNAPSHOT)}
+        after = {r[0]: r[1:] for r in run(con, _SNAPSHOT)}
     finally:
         con.unregister("_subjects")
     return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s)

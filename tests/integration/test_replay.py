@@ -1,0 +1,167 @@
+"""`toolcat audit replay`: the store replayed into a scratch read model says, bit for bit, what the live
+read model says — at the head, at any earlier position, after a rebuild, and when the read model was
+built from Kafka instead of the store; and a read model changed by hand is caught.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from infra.cli import main
+from infra.demo import EXAMPLES, script_lines
+from infra.settings import Settings
+from projections.fingerprint import fingerprint
+from projections.projector import read_tracking
+from tests.conftest import Run, kafka_env
+
+
+@pytest.fixture
+def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`toolcat … --home HOME --json` run in this process (fast), with only our settings in the environment."""
+    for key in list(os.environ):
+        if key.startswith("TOOLCAT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("TOOLCAT_ACTOR", "tester")
+
+    def run(*args: str) -> Run:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*args, "--home", str(home), "--json"])
+        return Run(code, out.getvalue(), err.getvalue())
+    return run
+
+
+def ok(run: Run) -> Any:
+    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
+    return run.json
+
+
+@pytest.fixture
+def story(cli: Any) -> int:
+    """Given the bundled example story is stored and projected; returns the head position."""
+    for args in script_lines(EXAMPLES / "tyrum.toolcat"):
+        ok(cli(*args))
+    head = ok(cli("sql", "select max(position) AS m FROM events"))[0]["m"]
+    assert head > 50
+    return head
+
+
+def replayed(run: Run) -> dict[str, Any]:
+    document = ok(run)
+    assert set(document) >= {"position", "fingerprint", "live_fingerprint", "matches"}
+    return document
+
+
+def fingerprint_of(path: Path) -> tuple[int, str]:
+    """The read model file's (position, fingerprint), opened read-only: nothing here can change it."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return read_tracking(con).position, fingerprint(con)
+    finally:
+        con.close()
+
+
+def test_a_replay_to_the_head_matches_the_live_read_model(story: int, toolcat: Any) -> None:
+    result = replayed(toolcat("audit", "replay"))
+    assert result["matches"] is True
+    assert result["position"] == story
+    assert result["fingerprint"] == result["live_fingerprint"]
+    assert len(result["fingerprint"]) == 64
+
+
+def test_a_replay_until_any_position_matches_the_live_read_model_there(story: int, cli: Any, toolcat: Any) -> None:
+    revoked = ok(cli("sql", "select position from events where type = 'Grants.Revoked'"))[0]["position"]
+    seen = set()
+    for until in (1, 17, story // 2, revoked - 1, revoked, story - 1):
+        result = replayed(toolcat("audit", "replay", "--until", str(until)))
+        assert result["matches"] is True, (until, result)
+        assert result["position"] == until
+        seen.add(result["fingerprint"])
+    # each position has its own fingerprint: they describe different histories
+    assert len(seen) == 6
+
+
+def test_replaying_twice_gives_the_same_fingerprint(story: int, toolcat: Any) -> None:
+    first = replayed(toolcat("audit", "replay"))
+    second = replayed(toolcat("audit", "replay"))
+    assert first == second
+    middle = [replayed(toolcat("audit", "replay", "--until", str(story // 2)))["fingerprint"] for _ in range(2)]
+    assert middle[0] == middle[1]
+
+
+def test_a_rebuild_keeps_the_fingerprint(story: int, home: Path, toolcat: Any) -> None:
+    before = replayed(toolcat("audit", "replay"))
+    live_before = fingerprint_of(home / "catalog.duckdb")
+    assert live_before == (story, before["live_fingerprint"])
+
+    assert ok(toolcat("rebuild"))["position"] == story
+
+    after = replayed(toolcat("audit", "replay"))
+    assert after["matches"] is True
+    assert after["fingerprint"] == before["fingerprint"]
+    assert after["live_fingerprint"] == before["live_fingerprint"]
+    assert fingerprint_of(home / "catalog.duckdb") == live_before
+
+
+def test_a_read_model_built_from_kafka_has_the_fingerprint_of_one_built_from_the_store(
+        story: int, home: Path, tmp_path: Path, kafka_settings: Settings, toolcat: Any) -> None:
+    env = kafka_env(kafka_settings)
+    # the store-built read model is at the head (the story's last read caught it up)
+    store_built = fingerprint_of(home / "catalog.duckdb")
+    assert store_built[0] == story
+
+    relayed = ok(toolcat("relay", env=env, timeout=120))
+    assert relayed["position"] == story
+
+    # a second home, with no event store of its own, projects the topic
+    other = tmp_path / "from-kafka"
+    projected = ok(toolcat("project", "--from", "kafka", "--home", str(other), env=env, timeout=120))
+    assert projected["position"] == story
+    assert projected["source"] == "kafka"
+
+    kafka_built = fingerprint_of(other / "catalog.duckdb")
+    assert kafka_built == store_built
+    # and the same holds as of an earlier position
+    for at in (story // 2, story - 3):
+        cons = [duckdb.connect(str(path), read_only=True) for path in (home / "catalog.duckdb",
+                                                                         other / "catalog.duckdb")]
+        try:
+            assert fingerprint(cons[0], at) == fingerprint(cons[1], at)
+        finally:
+            for con in cons:
+                con.close()
+
+
+TAMPERINGS = {
+    # a current effective set served by `toolcat effective` now says something the history never said
+    "effective_tools": "UPDATE effective_tools SET exposure = 'enabled' WHERE rowid = (SELECT min(rowid) FROM "
+                       "effective_tools WHERE exposure <> 'enabled')",
+    # a grant appears to have lasted from a different position
+    "grant_history": "UPDATE grant_history SET valid_from = valid_from - 1 WHERE rowid = (SELECT min(rowid) FROM "
+                     "grant_history)",
+}
+
+
+@pytest.mark.parametrize("table", sorted(TAMPERINGS))
+def test_a_read_model_changed_by_hand_does_not_match_its_replay(story: int, home: Path, toolcat: Any,
+                                                                 table: str) -> None:
+    assert replayed(toolcat("audit", "replay"))["matches"] is True
+
+    con = duckdb.connect(str(home / "catalog.duckdb"))
+    try:
+        assert con.execute(TAMPERINGS[table]).fetchone()[0] == 1  # one row changed
+    finally:
+        con.close()
+
+    run = toolcat("audit", "replay")
+    assert run.code == 5, f"expected exit 5, got {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
+    result = run.json
+    assert result["matches"] is False
+    assert result["position"] == story
+    assert result["fingerprint"] != result["live_fingerprint"]
