@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add("dev-broker", pipelines.cmd_dev_broker, "run a local Kafka-compatible broker", "pipeline") \
         .add_argument("--port", type=int, default=9092)
     c.add("rebuild", reads.cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
+    p = c.add("bench", pipelines.cmd_bench, "measure the performance budget (JSON figures)", "pipeline")
+    p.add_argument("--events", type=int, default=20000)
+    p.add_argument("--only", metavar="NAME")
     from infra.demo import cmd_demo
     c.add("demo", cmd_demo, "run the example story in the catalog home", "pipeline")
     return root
@@ -253,3 +256,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entrypoint() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

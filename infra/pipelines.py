@@ -202,3 +202,18 @@ def cmd_dev_broker(ctx: Context) -> int:
         broker.stop()
     print_text("dev broker stopped")
     return 0
+
+
+def cmd_bench(ctx: Context) -> int:
+    from infra.bench import FIGURES, run_bench
+    if ctx.args.only and ctx.args.only not in FIGURES:
+        from domain.errors import UsageError
+        raise UsageError(f"--only takes one of {', '.join(FIGURES)}")
+    report = run_bench(ctx.args.events, ctx.args.only, ctx.settings,
+                       (lambda m: None) if ctx.as_json else (lambda m: sys.stderr.write(m + "\n")))
+    if ctx.as_json:
+        print_json(report)
+        return 0
+    import json as _json
+    print_text(_json.dumps(report, indent=2))
+    return 0

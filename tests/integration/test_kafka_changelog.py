@@ -1,0 +1,129 @@
+"""The per-subject changelog: with Kafka configured, `toolcat project` publishes every subject whose
+effective set changed to the compacted effective-tools topic (key = subject, value = the whole set and
+the position it reflects), and `toolcat watch` turns those versions into added/removed/changed rows.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from consumers.watch import diff
+from infra.settings import Settings
+from tests.integration.test_kafka_support import (
+    lines_before,
+    ok,
+    read_topic,
+    run_in_process,
+    store_head,
+    toolcat,
+)
+
+BEFORE_REVOKE, FROM_REVOKE = lines_before(("grant", "revoke"))
+REVOKE = FROM_REVOKE[0]
+SUBJECT, REVOKED_TOOL = REVOKE[2], REVOKE[3]  # grant revoke agent:triage websearch
+TOOL_FIELDS = {"tool_id", "namespace", "description", "provenance", "inherited_from", "exposure"}
+
+
+def documents_at(settings: Settings, position: int, subject: str) -> list[Any]:
+    """The changelog read until `subject` has a version at `position`; returns every message."""
+    def reached(messages: list[Any]) -> bool:
+        return any(m.key == subject.encode() and json.loads(m.value)["position"] == position for m in messages)
+    return read_topic(settings, settings.kafka_effective_topic, reached,
+                      what=f"a version of {subject} at position {position}")
+
+
+def outbox(home: Path) -> list[Any]:
+    import duckdb
+    con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
+    try:
+        return con.execute("SELECT subject, position FROM changelog_outbox").fetchall()
+    finally:
+        con.close()
+
+
+def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_settings: Settings) -> None:
+    home = kafka_settings.home
+    assert REVOKE[:2] == ["grant", "revoke"] and SUBJECT.startswith("agent:")
+    # Given the story up to the revoke, projected with Kafka configured
+    run_in_process(home, BEFORE_REVOKE)
+    first = ok(toolcat("project", home=home, settings=kafka_settings))["position"]
+    assert first == store_head(kafka_settings)
+
+    # Then every subject's set is on the changelog, keyed by subject, at the position it reflects
+    messages = documents_at(kafka_settings, first, SUBJECT)
+    latest = {m.key.decode(): json.loads(m.value) for m in messages}
+    assert {"unit:eng", "unit:support", SUBJECT} <= set(latest)
+    for subject, document in latest.items():
+        assert document["schema"] == "toolcat.effective/v1"
+        assert (document["subject"], document["position"]) == (subject, first)
+        assert document["tools"], f"{subject} has an empty set"
+        for tool in document["tools"]:
+            assert set(tool) == TOOL_FIELDS
+        assert [t["tool_id"] for t in document["tools"]] == sorted(t["tool_id"] for t in document["tools"])
+    before = {t["tool_id"]: t for t in latest[SUBJECT]["tools"]}
+    assert REVOKED_TOOL in before, f"{SUBJECT} should see {REVOKED_TOOL} before the revoke"
+    assert outbox(home) == [], "published subjects leave the outbox"
+
+    # When the grant is revoked and the read model projected again
+    run_in_process(home, [REVOKE])
+    second = ok(toolcat("project", home=home, settings=kafka_settings))["position"]
+    assert second == first + 1
+
+    # Then only the changed subject is published again, without (or with a changed) revoked tool
+    messages = documents_at(kafka_settings, second, SUBJECT)
+    republished = {m.key.decode() for m in messages if json.loads(m.value)["position"] == second}
+    assert republished == {SUBJECT}
+    after = {t["tool_id"]: t for t in json.loads(
+        next(m.value for m in messages if m.key == SUBJECT.encode() and json.loads(m.value)["position"] == second)
+    )["tools"]}
+    assert REVOKED_TOOL not in after or after[REVOKED_TOOL] != before[REVOKED_TOOL]
+    assert outbox(home) == []
+
+    # and `toolcat watch` reports the set as first seen, then the revoke
+    watched = ok(toolcat("watch", SUBJECT, "--timeout", "3", home=home, settings=kafka_settings))
+    assert watched["subject"] == SUBJECT
+    updates = watched["updates"]
+    assert [u["position"] for u in updates] == [first, second]
+    assert {c["change"] for c in updates[0]["changes"]} == {"added"}
+    assert {c["tool_id"] for c in updates[0]["changes"]} == set(before)
+    revoked = [c for c in updates[1]["changes"] if c["tool_id"] == REVOKED_TOOL]
+    assert revoked and revoked[0]["change"] in ("removed", "changed"), updates[1]["changes"]
+
+
+def test_watch_of_a_subject_with_no_changelog_reports_nothing(kafka_settings: Settings) -> None:
+    run_in_process(kafka_settings.home, BEFORE_REVOKE)
+    ok(toolcat("project", home=kafka_settings.home, settings=kafka_settings))
+    watched = ok(toolcat("watch", "agent:nobody", "--timeout", "2", home=kafka_settings.home,
+                         settings=kafka_settings))
+    assert watched == {"subject": "agent:nobody", "updates": []}
+
+
+# -- consumers.watch.diff ----------------------------------------------------------------------------
+
+def row(tool_id: str, **fields: Any) -> dict[str, Any]:
+    base = {"tool_id": tool_id, "namespace": tool_id.split(".")[0], "description": f"{tool_id} tool",
+            "provenance": "grant", "inherited_from": None, "exposure": "enabled"}
+    return base | fields
+
+
+def test_diff_reports_added_removed_and_changed_rows() -> None:
+    before = [row("bash"), row("read"), row("websearch")]
+    after = [row("bash", exposure="disabled_by_agent_allowlist"), row("glob"), row("read")]
+    changes = diff(before, after)
+    assert changes == [
+        {"change": "added", "tool_id": "glob", "row": row("glob")},
+        {"change": "removed", "tool_id": "websearch", "row": row("websearch")},
+        {"change": "changed", "tool_id": "bash",
+         "fields": {"exposure": ["enabled", "disabled_by_agent_allowlist"]}},
+    ]
+
+
+def test_diff_of_equal_sets_is_empty_and_from_nothing_all_added() -> None:
+    rows = [row("read"), row("grep", provenance="inherited", inherited_from="unit:eng")]
+    assert diff(rows, [dict(r) for r in reversed(rows)]) == []
+    assert [(c["change"], c["tool_id"]) for c in diff([], rows)] == [("added", "grep"), ("added", "read")]
+    assert [(c["change"], c["tool_id"]) for c in diff(rows, [])] == [("removed", "grep"), ("removed", "read")]
+    changed = diff([row("read")], [row("read", provenance="inherited", inherited_from="unit:eng")])
+    assert changed == [{"change": "changed", "tool_id": "read",
+                        "fields": {"provenance": ["grant", "inherited"], "inherited_from": [None, "unit:eng"]}}]
