@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add("audit seal", reads.cmd_audit_seal, "verify the chain and record its head in the store", "write")
     c.add("audit replay", reads.cmd_audit_replay, "replay the store into a scratch read model and compare",
           "read").add_argument("--until", type=int, metavar="POSITION")
+    c.add("audit fingerprint", reads.cmd_audit_fingerprint, "the read model's fingerprint (to compare copies)",
+          "read").add_argument("--at", type=int, metavar="POSITION")
     p = c.add("audit report", reads.cmd_audit_report, "the deprecation audit report as JSON or HTML", "read")
     p.add_argument("--alias", metavar="ALIAS")
     p.add_argument("--format", choices=("json", "html"), default="html")
@@ -163,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--events", type=int, default=20000)
     p.add_argument("--only", metavar="NAME")
     from infra.demo import cmd_demo
-    c.add("demo", cmd_demo, "run the example story in the catalog home", "pipeline")
+    c.add("demo", cmd_demo, "build the example catalogs and walk through them", "pipeline") \
+        .add_argument("--kafka", action="store_true", help="start the dev broker and stream through Kafka too")
     return root
 
 
@@ -217,8 +220,8 @@ def _subject_commands(c: Commands) -> None:
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
 
 
-def settings_for(args: argparse.Namespace) -> Settings:
-    settings = Settings()
+def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    settings = base or Settings()
     home = getattr(args, "home", None)
     return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
 
@@ -231,12 +234,13 @@ def _infrastructure_error(error: Exception) -> ToolcatError | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    """Run one command; `settings` replaces the environment's (the demo runs commands in-process)."""
     args = build_parser().parse_args(argv)
     if getattr(args, "handler", None) is None:
         build_parser().print_help(sys.stderr)
         return 2
-    ctx = Context(settings_for(args), args)
+    ctx = Context(settings_for(args, settings), args)
     try:
         return args.handler(ctx)
     except ToolcatError as error:

@@ -1,4 +1,7 @@
-"""`toolcat demo`: builds the bundled example catalog in a fresh home and walks through what it shows."""
+"""`toolcat demo`: builds the bundled example catalogs in a fresh home and walks through what they show.
+
+With a reachable broker (TOOLCAT_KAFKA_BOOTSTRAP) or `--kafka` (starts the dev broker), each catalog is
+also streamed through Kafka into a second read model, and the two fingerprints are compared."""
 from __future__ import annotations
 
 import contextlib
@@ -6,19 +9,25 @@ import io
 import json
 import shlex
 import shutil
+import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 from domain.errors import UsageError
+from infra.broker import DevBroker
 from infra.context import Context
+from infra.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 MARKER = ".toolcat-demo"
+CATALOGS = ("tyrum", "spring-voyage")
 
 
 def script_lines(path: Path) -> list[list[str]]:
     lines = []
     for raw in path.read_text().splitlines():
-        text = raw.split(" #", 1)[0].strip()
+        text = raw.strip()
         if text and not text.startswith("#"):
             lines.append(shlex.split(text))
     return lines
@@ -26,69 +35,152 @@ def script_lines(path: Path) -> list[list[str]]:
 
 def prepare_home(home: Path) -> None:
     """The demo owns its home: it refuses a catalog it did not create, and starts its own afresh."""
-    if (home / "events.sqlite").exists() and not (home / MARKER).exists():
-        raise UsageError(f"{home} holds a catalog that is not a demo; run the demo with --home pointing "
-                         "at an empty or demo directory", home=str(home))
+    if home.exists() and any(home.iterdir()) and not (home / MARKER).exists():
+        raise UsageError(f"{home} is not empty and was not made by the demo; run the demo with --home "
+                         "pointing at an empty or demo directory", home=str(home))
     if home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True)
     (home / MARKER).write_text("created by toolcat demo\n")
 
 
-def toolcat(home: Path, *args: str, quiet: bool = False) -> str:
-    """Run one toolcat command in-process; returns what it printed, fails loudly if it failed."""
-    from infra.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([*args, "--home", str(home)])
-    if code != 0:
-        raise UsageError(f"demo step failed: toolcat {' '.join(args)}: {err.getvalue().strip()}")
-    if not quiet:
-        print(out.getvalue().rstrip())
-    return out.getvalue()
+class Demo:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx, self.quiet = ctx, ctx.as_json
+        self.results: dict[str, Any] = {}
+
+    def toolcat(self, home: Path, *args: str, settings: Settings | None = None, show: bool = True) -> Any:
+        """Run one command in-process with --json and return its document; show its readable form."""
+        from infra.cli import main
+        document = self._run(main, [*args, "--home", str(home), "--json"], settings)
+        if show and not self.quiet:
+            sys.stdout.write(self._run(main, [*args, "--home", str(home)], settings, raw=True).rstrip() + "\n")
+        return document
+
+    @staticmethod
+    def _run(main: Any, argv: list[str], settings: Settings | None, raw: bool = False) -> Any:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv, settings)
+        if code != 0:
+            raise UsageError(f"demo step failed: toolcat {' '.join(argv)}: {err.getvalue().strip()}")
+        return out.getvalue() if raw else json.loads(out.getvalue())
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            sys.stdout.write(text + "\n")
+
+    def heading(self, text: str) -> None:
+        self.say(f"\n== {text} " + "=" * max(0, 70 - len(text)))
+
+    def build(self, name: str, home: Path) -> dict[str, Any]:
+        commands = script_lines(EXAMPLES / f"{name}.toolcat")
+        for args in commands:
+            self.toolcat(home, *args, show=False)
+        head = self.toolcat(home, "sql", "SELECT count(*) AS events, max(position) AS head FROM events",
+                            show=False)[0]
+        self.say(f"{name}: {len(commands)} commands, {head['events']} events, head position {head['head']}")
+        return {"commands": len(commands), **head}
+
+    def sql(self, home: Path, question: str, query: str) -> list[dict[str, Any]]:
+        self.say(question)
+        return self.toolcat(home, "sql", query)
 
 
-def heading(text: str) -> None:
-    print(f"\n== {text} " + "=" * max(0, 70 - len(text)))
+def tyrum_story(demo: Demo, home: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    revoked = demo.toolcat(home, "sql", "SELECT position FROM events WHERE type = 'Grants.Revoked'", show=False)
+    before = revoked[0]["position"] - 1
+    demo.heading("tyrum: the effective tool set of agent:triage (provenance, inheritance, exposure)")
+    results["effective"] = demo.toolcat(home, "effective", "agent:triage")
+    demo.heading("tyrum: why does triage see memory.write, and how is it exposed?")
+    results["explain"] = demo.toolcat(home, "explain", "agent:triage", "memory.write")
+    demo.heading(f"tyrum: as of position {before}, just before websearch was revoked")
+    results["before_revoke"] = demo.toolcat(home, "effective", "agent:triage", "--at", str(before))
+    now = {t["tool_id"] for t in results["effective"]["tools"]}
+    then = {t["tool_id"] for t in results["before_revoke"]["tools"]}
+    results["revoked_tools"] = sorted(then - now)
+    demo.say(f"…and now: {', '.join(results['revoked_tools']) or 'nothing'} is gone")
+    demo.heading("tyrum: resolving a shim, a deprecated alias and a renamed plugin tool")
+    results["resolve"] = [demo.toolcat(home, "resolve", i) for i in ("tool.fs.read", "mcp.memory.seed",
+                                                                      "acme.ticket.create")]
+    demo.say("(mcp.memory.search was retired in 1.3.0: resolving it is rejected with a pointer to memory.search)")
+    demo.heading("tyrum: the audit timeline of the retired alias mcp.memory.search")
+    results["audit_alias"] = demo.toolcat(home, "audit", "alias", "mcp.memory.search")
+    demo.heading("tyrum: the hash chain, recomputed from the event store")
+    results["verify"] = demo.toolcat(home, "audit", "verify")
+    demo.heading("tyrum: SQL over history")
+    results["sql"] = [
+        demo.sql(home, "Who was granted websearch, from which position until which?",
+                 "SELECT subject_kind, subject, valid_from, valid_to FROM grant_history WHERE target = 'websearch' "
+                 "ORDER BY valid_from"),
+        demo.sql(home, "How did mcp.memory.search move through its lifecycle?",
+                 "SELECT alias, lifecycle, valid_from, valid_to FROM alias_history "
+                 "WHERE alias = 'mcp.memory.search' ORDER BY valid_from"),
+        demo.sql(home, "How many tools did each group have when release 1.1.0 was published?",
+                 "SELECT t.group_name, count(*) AS tools FROM tool_history h JOIN tools t USING (tool_key) "
+                 "WHERE h.valid_from <= (SELECT position FROM releases WHERE version = '1.1.0') "
+                 "AND (h.valid_to IS NULL OR h.valid_to > (SELECT position FROM releases WHERE version = '1.1.0')) "
+                 "GROUP BY 1 ORDER BY 2 DESC, 1"),
+    ]
+    return results
+
+
+def spring_voyage_story(demo: Demo, home: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    demo.heading("spring-voyage: agent:librarian — platform, connector (inherited), image and explicit tiers")
+    results["effective"] = demo.toolcat(home, "effective", "agent:librarian")
+    demo.heading("spring-voyage: why does librarian see arxiv.search?")
+    results["explain"] = demo.toolcat(home, "explain", "agent:librarian", "arxiv.search")
+    demo.heading("spring-voyage: agent:helpdesk, stateless and allowlisted")
+    results["helpdesk"] = demo.toolcat(home, "effective", "agent:helpdesk")
+    return results
+
+
+def through_kafka(demo: Demo, home: Path, name: str, bootstrap: str) -> dict[str, Any]:
+    """Relay the catalog to Kafka, project it from Kafka alone into a second home, compare fingerprints."""
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(kafka_bootstrap=bootstrap, kafka_events_topic=f"toolcat.demo.{name}.{suffix}",
+                        kafka_effective_topic=f"toolcat.demo.{name}.effective.{suffix}",
+                        kafka_dlq_topic=f"toolcat.demo.{name}.dlq.{suffix}", kafka_group_id=f"demo-{suffix}",
+                        kafka_session_timeout_ms=6000)
+    copy = home.parent / f"{name}-from-kafka"
+    relayed = demo.toolcat(home, "relay", settings=settings, show=False)
+    demo.toolcat(copy, "project", "--from", "kafka", "--idle-seconds", "2", settings=settings, show=False)
+    original = demo.toolcat(home, "audit", "fingerprint", show=False)
+    streamed = demo.toolcat(copy, "audit", "fingerprint", show=False)
+    matches = original == streamed
+    demo.say(f"{name}: relayed {relayed['published']} events to {settings.kafka_events_topic}; the read model "
+             f"built from Kafka alone (position {streamed['position']}) has fingerprint "
+             f"{streamed['fingerprint'][:16]}… — {'identical to' if matches else 'DIFFERENT FROM'} the one "
+             "built from the store")
+    return {"topic": settings.kafka_events_topic, "published": relayed["published"],
+            "store": original, "kafka": streamed, "matches": matches}
 
 
 def cmd_demo(ctx: Context) -> int:
+    demo = Demo(ctx)
     home = ctx.settings.home
     prepare_home(home)
-    script = EXAMPLES / "tyrum.toolcat"
-    commands = script_lines(script)
-    heading(f"Building the example catalog ({script.name}: {len(commands)} commands)")
-    for args in commands:
-        toolcat(home, *args, quiet=True)
-    events = json.loads(toolcat(home, "sql", "select count(*) AS n, max(position) AS head FROM events",
-                                "--format", "json", quiet=True))[0]
-    print(f"{events['n']} events recorded, head position {events['head']}, home {home}")
-    revoked = json.loads(toolcat(home, "sql", "select position from events where type = 'Grants.Revoked'",
-                                 "--format", "json", quiet=True))[0]["position"]
-
-    heading("The effective tool set of agent:triage (provenance, inheritance, exposure)")
-    toolcat(home, "effective", "agent:triage")
-    heading("Why does triage see memory.write?")
-    toolcat(home, "explain", "agent:triage", "memory.write")
-    heading(f"As of position {revoked - 1}, before websearch was revoked")
-    toolcat(home, "effective", "agent:triage", "--at", str(revoked - 1))
-    heading("Resolving legacy and retired IDs")
-    for tool_id in ("tool.fs.read", "mcp.memory.seed"):
-        toolcat(home, "resolve", tool_id)
-    print("mcp.memory.search → rejected: it was retired in 1.3.0 (use memory.search)")
-    heading("The audit timeline of the retired alias mcp.memory.search")
-    toolcat(home, "audit", "alias", "mcp.memory.search")
-    heading("The hash chain, recomputed from the event store")
-    toolcat(home, "audit", "verify")
-    heading("SQL over history")
-    print("Who was granted websearch, and from which position until which?")
-    toolcat(home, "sql", "SELECT subject_kind, subject, valid_from, valid_to FROM grant_history "
-                         "WHERE target = 'websearch' ORDER BY valid_from")
-    print("Every ID that ever resolved to memory.search, and its lifecycle over time:")
-    toolcat(home, "sql", "SELECT h.alias, h.lifecycle, h.valid_from, h.valid_to FROM alias_history h "
-                         "JOIN tools t USING (tool_key) WHERE t.canonical_id = 'memory.search' ORDER BY h.valid_from")
-    print("Which agents had a tool disabled by their allowlist, right now?")
-    toolcat(home, "sql", "SELECT subject, tool_id, exposure FROM effective_tools "
-                         "WHERE exposure = 'disabled_by_agent_allowlist' ORDER BY 1, 2")
-    print(f"\nDone. Explore it yourself: toolcat --home {home} tool list")
+    homes = {name: home / name for name in CATALOGS}
+    demo.heading("Building the example catalogs in a fresh home")
+    document: dict[str, Any] = {"home": str(home), "catalogs": {n: demo.build(n, h) for n, h in homes.items()}}
+    document["tyrum"] = tyrum_story(demo, homes["tyrum"])
+    document["spring_voyage"] = spring_voyage_story(demo, homes["spring-voyage"])
+    broker = DevBroker() if ctx.args.kafka else None
+    bootstrap = broker.start().bootstrap if broker else ctx.settings.kafka_bootstrap
+    try:
+        if bootstrap:
+            demo.heading(f"Streaming both catalogs through Kafka ({bootstrap})")
+            document["kafka"] = {n: through_kafka(demo, h, n, bootstrap) for n, h in homes.items()}
+        else:
+            demo.say("\n(no broker: set TOOLCAT_KAFKA_BOOTSTRAP or run 'toolcat demo --kafka' to also stream the "
+                     "catalogs through Kafka and compare fingerprints)")
+    finally:
+        if broker:
+            broker.stop()
+    if ctx.as_json:
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    else:
+        demo.say(f"\nDone. Explore: toolcat --home {homes['tyrum']} tool list")
     return 0

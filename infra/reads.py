@@ -96,6 +96,17 @@ def cmd_audit_replay(ctx: Context) -> int:
     return 0 if result["matches"] else 5
 
 
+def cmd_audit_fingerprint(ctx: Context) -> int:
+    from projections.fingerprint import fingerprint
+    con = ctx.read_model()
+    head = Projector(con).tracking().position
+    at = head if ctx.args.at is None else ctx.args.at
+    if at < 0 or at > head:
+        raise UsageError(f"--at {at} is outside the read model's history (0 to {head})", head=head)
+    document = {"position": at, "fingerprint": fingerprint(con, at)}
+    return emit(ctx, document, f"fingerprint at position {at}: {document['fingerprint']}")
+
+
 def cmd_audit_report(ctx: Context) -> int:
     from pathlib import Path
 

@@ -28,6 +28,7 @@ def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None 
             replayed = fingerprint(scratch, reached.position)
         finally:
             scratch.close()
-    live_print = fingerprint(live, reached.position)
-    return {"position": reached.position, "fingerprint": replayed, "live_fingerprint": live_print,
-            "matches": replayed == live_print}
+    # A store that holds less than the read model has seen can never match it.
+    live_print = fingerprint(live, target)
+    return {"position": target, "replayed_position": reached.position, "fingerprint": replayed,
+            "live_fingerprint": live_print, "matches": replayed == live_print and reached.position == target}

@@ -209,14 +209,23 @@ def child_crash_after_flush(home: str) -> None:
     sys.exit(0)
 
 
-def child_race(settings_dump: dict[str, Any], barrier: Any, results: Any, name: str, action: str,
-               args: list[Any]) -> None:
+def child_race(settings_dump: dict[str, Any], open_lock: Any, barrier: Any, results: Any, name: str,
+               action: str, args: list[Any]) -> None:
     """Build a catalog in this process, prepare one command's batch, wait until the other child has
-    prepared its own, then save. Reports ("ok", WriteResult) or ("conflict", exit_code, code)."""
+    prepared its own, then save. Reports ("ok", WriteResult) or ("conflict", exit_code, code).
+
+    Opening the store is serialised by `open_lock`: the race under test is the one between two
+    saves (opening at the same moment is its own test)."""
     from domain.errors import Conflict
     from infra.settings import Settings
     from infra.wiring import open_catalog
-    catalog = open_catalog(Settings(**settings_dump))
+    try:
+        with open_lock:
+            catalog = open_catalog(Settings(**settings_dump))
+    except BaseException as error:
+        barrier.abort()  # let the other racer fail fast instead of waiting for us
+        results.put((name, "error", repr(error), type(error).__name__))
+        return
     original_save = catalog.save
 
     def save_after_barrier(*aggregates: Any, **kwargs: Any) -> Any:
@@ -240,6 +249,28 @@ def child_race(settings_dump: dict[str, Any], barrier: Any, results: Any, name: 
     except Conflict as error:
         results.put((name, "conflict", error.exit_code, error.code))
     except BaseException as error:  # report anything else to the test instead of hanging it
+        barrier.abort()
         results.put((name, "error", repr(error), type(error).__name__))
+    finally:
+        catalog.close()
+
+
+def child_open(settings_dump: dict[str, Any], barrier: Any, results: Any, name: str) -> None:
+    """Open the catalog at the same moment as the other children, then register one tool."""
+    from infra.settings import Settings
+    from infra.wiring import open_catalog
+    settings = Settings(**settings_dump)
+    barrier.wait(timeout=60)
+    try:
+        catalog = open_catalog(settings)
+    except BaseException as error:
+        results.put((name, "error", f"{type(error).__name__}: {error}"))
+        return
+    try:
+        catalog.register_tool(f"{name}.tool", ToolSpec(source="builtin", group="core", tier="default",
+                                                       visibility="public"), Meta(actor=name))
+        results.put((name, "ok", None))
+    except BaseException as error:
+        results.put((name, "error", f"{type(error).__name__}: {error}"))
     finally:
         catalog.close()

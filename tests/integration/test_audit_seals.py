@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,14 +47,32 @@ def ok(run: Run) -> Any:
     return run.json
 
 
-@pytest.fixture
-def story(cli: Any) -> int:
-    """Given the bundled example story is stored and projected; returns the head position."""
-    for args in script_lines(EXAMPLES / "tyrum.toolcat"):
-        ok(cli(*args))
-    head = ok(cli("sql", "select count(*) AS n, max(position) AS m FROM events"))[0]
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The bundled example story, stored and projected once per module; returns (home, head position)."""
+    home = tmp_path_factory.mktemp("story") / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        for key in list(os.environ):
+            if key.startswith("TOOLCAT_"):
+                patch.delenv(key)
+        patch.setenv("TOOLCAT_ACTOR", "tester")
+        for args in script_lines(EXAMPLES / "tyrum.toolcat"):
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main([*args, "--home", str(home), "--json"]) == 0, args
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["sql", "select count(*) AS n, max(position) AS m FROM events", "--home", str(home),
+                         "--json"]) == 0
+    head = json.loads(out.getvalue())[0]
     assert head["n"] == head["m"] > 50
-    return head["m"]
+    return home, head["m"]
+
+
+@pytest.fixture
+def story(template: tuple[Path, int], home: Path) -> int:
+    """Given the bundled example story is stored and projected in this test's home; returns the head."""
+    shutil.copytree(template[0], home)
+    return template[1]
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from projections import queries
 from projections.audit import verify
 from projections.catchup import catch_up
 from projections.projector import Projector
-from tests.integration.helpers import child_race, stored_records
+from tests.integration.helpers import child_open, child_race, stored_records
 
 TOOLCAT = str(Path(sys.executable).with_name("toolcat"))
 
@@ -109,10 +109,11 @@ def test_two_first_ever_commands_on_a_fresh_home_have_exactly_one_winner(tmp_pat
 def _race(settings: Settings, action: str, args_by_racer: dict[str, list[Any]]) -> dict[str, tuple]:
     """Start one child per racer; each builds its batch, waits for the other, then saves."""
     context = multiprocessing.get_context("spawn")
+    open_lock = context.Lock()
     barrier = context.Barrier(len(args_by_racer))
     results = context.Queue()
     children = [context.Process(target=child_race,
-                                args=(settings.model_dump(), barrier, results, name, action, args))
+                                args=(settings.model_dump(), open_lock, barrier, results, name, action, args))
                 for name, args in args_by_racer.items()]
     for child in children:
         child.start()
@@ -209,5 +210,38 @@ def test_two_writers_changing_the_same_tool_at_once_never_lose_an_update(prepare
     try:
         catalog.add_alias("read", f"{loser}.read", False, Meta(actor=loser))
         assert set(catalog.canonical_tool("read").aliases) == {"alice.read", "bob.read"}
+    finally:
+        catalog.close()
+
+
+# -- opening the store at the same moment ------------------------------------------------------------
+
+def test_processes_opening_the_catalog_at_the_same_moment_all_succeed(store_settings: Settings) -> None:
+    """Several commands starting at once (the reason PostgreSQL is offered: several writers) must all
+    get a working catalog: the first time, on a store nobody created yet, and every time after."""
+    context = multiprocessing.get_context("spawn")
+    racers = 4
+    failures = []
+    for round_number in range(1, 5):
+        barrier = context.Barrier(racers)
+        results = context.Queue()
+        names = [f"r{round_number}-p{i}" for i in range(racers)]
+        children = [context.Process(target=child_open, args=(store_settings.model_dump(), barrier, results,
+                                                              name)) for name in names]
+        for child in children:
+            child.start()
+        try:
+            outcomes = [results.get(timeout=120) for _ in children]
+        finally:
+            for child in children:
+                child.join(timeout=60)
+        failures += [f"round {round_number} ({'fresh store' if round_number == 1 else 'existing store'}): "
+                     f"{name}: {message}" for name, status, message in outcomes if status != "ok"]
+    assert not failures, "\n".join(failures)
+
+    catalog = open_catalog(store_settings)
+    try:
+        registered = {r.state["tool_id"] for r in stored_records(catalog) if r.topic == "Tool.Registered"}
+        assert len(registered) == 4 * racers
     finally:
         catalog.close()
