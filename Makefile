@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install-dev clean
+.PHONY: demo test bench install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# A mid-size run of the performance figures (a few minutes on 2 cores); JSON on stdout.
+bench: $(VENV)/.installed-dev
+	$(BIN)/toolcat bench --events $(or $(BENCH_EVENTS),20000) --json
 
 clean:
 	rm -rf $(VENV) .toolcat .toolcat-demo
