@@ -22,6 +22,8 @@ def _common(settings: Settings) -> dict[str, Any]:
                 "ssl_cafile": settings.kafka_ssl_cafile, "ssl_certfile": settings.kafka_ssl_certfile,
                 "ssl_keyfile": settings.kafka_ssl_keyfile}
     options.update({k: v for k, v in optional.items() if v})
+    # A stopped broker is reported within the retry budget instead of after kafka-python's 30 s default.
+    options["bootstrap_timeout_ms"] = int(min(30.0, max(1.0, settings.kafka_retry_seconds / 2)) * 1000)
     return options
 
 

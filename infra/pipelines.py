@@ -141,8 +141,13 @@ def cmd_relay(ctx: Context) -> int:
     with RelayLock(home / f"relay-{settings.kafka_events_topic}.lock"):
         if ctx.args.from_position is not None:
             state.save(*chain_head(ctx.catalog, ctx.args.from_position))
-        kafka_clients.ensure_topics(settings)
-        relay = Relay(ctx.catalog, lambda: kafka_clients.producer(settings), settings.kafka_events_topic, state,
+        def connect() -> Any:
+            # Topics are (re)created on every connection: a broker that comes back empty must not
+            # auto-create them with its own defaults (e.g. more partitions, losing the total order).
+            kafka_clients.ensure_topics(settings)
+            return kafka_clients.producer(settings)
+
+        relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
                       page_size=settings.relay_page_size,
                       notify=(lambda m: None) if ctx.as_json else (lambda m: sys.stderr.write(m + "\n")))
         try:

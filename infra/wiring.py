@@ -42,13 +42,20 @@ def postgres_env(url: str) -> dict[str, str]:
     return env
 
 
-def open_catalog(settings: Settings) -> Catalog:
-    try:
-        return Catalog(env=store_env(settings))
-    except UsageError:
-        raise
-    except Exception as error:  # the driver's own errors differ per store; all mean "cannot reach it"
-        raise Unavailable(f"cannot open the event store: {error}", store=describe_store(settings)) from error
+def open_catalog(settings: Settings, attempts: int = 6) -> Catalog:
+    """The Catalog application on the configured store. Processes starting at the same moment race to
+    create the tables (PostgreSQL reports "tuple concurrently updated", SQLite "database is locked"):
+    a few quick retries settle it."""
+    env = store_env(settings)
+    for attempt in range(attempts):
+        try:
+            return Catalog(env=env)
+        except Exception as error:  # the driver's own errors differ per store; all mean "cannot open it"
+            if attempt == attempts - 1:
+                raise Unavailable(f"cannot open the event store: {error}",
+                                  store=describe_store(settings)) from error
+            time.sleep(0.05 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def describe_store(settings: Settings) -> str:

@@ -14,7 +14,7 @@ import duckdb
 
 from projections.effective import effective_rows
 from projections.projector import read_tracking
-from projections.rows import run
+from projections.rows import run, select_rows
 
 _UP_TO = "position <= $at"
 APPEND_ONLY = {"events": _UP_TO, "naming_policy": _UP_TO, "releases": _UP_TO, "alias_milestones": _UP_TO,
@@ -50,13 +50,19 @@ def _subjects_at(con: duckdb.DuckDBPyConnection, at: int) -> list[tuple[str, str
 
 def fingerprint(con: duckdb.DuckDBPyConnection, at: int | None = None) -> str:
     """The read model's fingerprint as of `at` (default: the position it has reached)."""
-    at = read_tracking(con).position if at is None else at
+    head = read_tracking(con).position
+    at = head if at is None else at
     digest = hashlib.sha256(f"position:{at}\n".encode())
     parts: list[tuple[str, str]] = [(t, f"SELECT * FROM {t} WHERE {w}") for t, w in APPEND_ONLY.items()]
     parts += [(t, _clipped(t)) for t in HISTORY]
     parts.append(("tools", f"SELECT {_STATIC_TOOL} FROM tools WHERE registered_position <= $at"))
     for name, select in parts:
         digest.update(f"{name}:{_digest(con, select, at)}\n".encode())
-    for row in effective_rows(con, _subjects_at(con, at), at):
+    # At the read model's own position, the materialized sets the reads serve are what counts; earlier,
+    # the sets are recomputed from history (equal whenever the materialization is right).
+    rows = (select_rows(con, "SELECT subject_kind, subject, tool_key, tool_id, namespace, description, provenance, "
+                             "inherited_from, exposure FROM effective_tools ORDER BY subject_kind, subject, tool_id")
+            if at == head else effective_rows(con, _subjects_at(con, at), at))
+    for row in rows:
         digest.update(repr(sorted(row.items())).encode())
     return digest.hexdigest()

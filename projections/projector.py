@@ -83,7 +83,9 @@ class Projector:
 
         `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction."""
         tracking = self.tracking()
-        fresh = [e for e in envelopes if e.position > tracking.position]
+        # At-least-once delivery: drop what was applied and repeats within the batch, then order.
+        unique = {e.position: e for e in reversed(envelopes) if e.position > tracking.position}
+        fresh = [unique[p] for p in sorted(unique)]
         if not fresh:
             return tracking
         check_chain(fresh, tracking, sealed_here)

@@ -23,8 +23,6 @@ from infra.cli import main
 from infra.demo import EXAMPLES, script_lines
 
 RETIRED = "mcp.memory.search"
-EXPECTED_ALIASES = {"acme.ticket.create": "deprecated", "mcp.memory.seed": "deprecated",
-                    "mcp.memory.search": "retired", "mcp.memory.write": "deprecated"}
 MILESTONES = ["canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission"]
 STEP_FIELDS = {"step", "position", "recorded_at", "actor", "evidence"}
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
@@ -42,8 +40,15 @@ def story(home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     for key in list(os.environ):
         if key.startswith("TOOLCAT_"):
             monkeypatch.delenv(key)
-    positions: dict[str, Any] = {"milestones": {}, "steps": {}, "evidence": {}}
+    positions: dict[str, Any] = {"milestones": {}, "steps": {}, "aliases": {}}
     for args in script_lines(EXAMPLES / "tyrum.toolcat"):
+        # the aliases the story deprecates (directly or by a rename) and retires
+        if args[:2] == ["alias", "deprecate"]:
+            positions["aliases"][args[2]] = "deprecated"
+        elif args[:2] == ["tool", "rename"]:
+            positions["aliases"][args[2]] = "deprecated"
+        elif args[:2] == ["alias", "retire"]:
+            positions["aliases"][args[2]] = "retired"
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main([*args, "--home", str(home), "--json", "--actor", "auditor-e2e"])
@@ -59,6 +64,7 @@ def story(home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                 positions["steps"][3] = positions["steps"][4] = (answer["position"], None)
     assert sorted(positions["milestones"]) == sorted(MILESTONES)
     assert sorted(positions["steps"]) == [1, 2, 3, 4, 5]
+    assert positions["aliases"][RETIRED] == "retired" and len(positions["aliases"]) >= 4
     return positions
 
 
@@ -76,13 +82,14 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
         story: dict[str, Any], toolcat: Any, tmp_path: Path) -> None:
     target = tmp_path / "report.json"
     answer = ok(toolcat("audit", "report", "--format", "json", "-o", str(target)))
-    assert answer == {"output": str(target), "aliases": 4, "findings": 0}
+    expected = story["aliases"]
+    assert answer == {"output": str(target), "aliases": len(expected), "findings": 0}
     report = json.loads(target.read_text())
 
     head = ok(toolcat("sql", "select max(position) as m from events"))[0]["m"]
     assert report["position"] == head
-    assert {a["alias"]: a["state"] for a in report["aliases"]} == EXPECTED_ALIASES
-    assert [a["alias"] for a in report["aliases"]] == sorted(EXPECTED_ALIASES)
+    assert {a["alias"]: a["state"] for a in report["aliases"]} == expected
+    assert [a["alias"] for a in report["aliases"]] == sorted(expected)
     for entry in report["aliases"]:
         assert entry["findings"] == [], entry
         assert set(entry["window"]) >= {"opened_release", "earliest_removal_release", "closed"}
@@ -193,7 +200,7 @@ class Timelines(HTMLParser):
 def page(story: dict[str, Any], toolcat: Any, tmp_path: Path) -> Path:
     target = tmp_path / "page.html"
     answer = ok(toolcat("audit", "report", "--format", "html", "-o", str(target)))
-    assert answer["output"] == str(target) and answer["aliases"] == 4
+    assert answer["output"] == str(target) and answer["aliases"] == len(story["aliases"])
     return target
 
 
@@ -218,7 +225,7 @@ def test_chromium_renders_the_timeline_with_a_circle_per_milestone_and_step(
     timelines = Timelines()
     timelines.feed(dom)
     # every alias has its section; the retired one, with milestones and steps, has its timeline
-    assert timelines.sections == sorted(EXPECTED_ALIASES)
+    assert timelines.sections == sorted(story["aliases"])
     assert timelines.svgs.get(RETIRED) == 1
     expected = sorted([p for p, _ in story["milestones"].values()] + [p for p, _ in story["steps"].values()])
     assert len(expected) == 9  # four milestones, steps 1 to 5 (3 and 4 share the retirement's position)

@@ -256,7 +256,7 @@ def child_race(settings_dump: dict[str, Any], open_lock: Any, barrier: Any, resu
 
 
 def child_open(settings_dump: dict[str, Any], barrier: Any, results: Any, name: str) -> None:
-    """Open the catalog at the same moment as the other children, then register one tool."""
+    """Open the catalog at the same moment as the other children, then read the whole store."""
     from infra.settings import Settings
     from infra.wiring import open_catalog
     settings = Settings(**settings_dump)
@@ -267,8 +267,7 @@ def child_open(settings_dump: dict[str, Any], barrier: Any, results: Any, name: 
         results.put((name, "error", f"{type(error).__name__}: {error}"))
         return
     try:
-        catalog.register_tool(f"{name}.tool", ToolSpec(source="builtin", group="core", tier="default",
-                                                       visibility="public"), Meta(actor=name))
+        stored_records(catalog)
         results.put((name, "ok", None))
     except BaseException as error:
         results.put((name, "error", f"{type(error).__name__}: {error}"))
