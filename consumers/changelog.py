@@ -7,18 +7,15 @@ from typing import Any
 import duckdb
 
 from projections.projector import read_tracking
-from projections.rows import run, select_rows
+from projections.queries import current_effective
+from projections.rows import run
 
 CHANGELOG_SCHEMA = "toolcat.effective/v1"
-_FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
 
 
 def subject_document(con: duckdb.DuckDBPyConnection, subject: str, position: int) -> dict[str, Any]:
-    kind, _, name = subject.partition(":")
-    rows = select_rows(con, "SELECT * FROM effective_tools WHERE subject_kind = $k AND subject = $n "
-                            "ORDER BY tool_id", {"k": kind, "n": name})
     return {"schema": CHANGELOG_SCHEMA, "subject": subject, "position": position,
-            "tools": [{k: r[k] for k in _FIELDS} for r in rows]}
+            "tools": current_effective(con, subject)}
 
 
 def publish_changes(con: duckdb.DuckDBPyConnection, producer: Any, topic: str) -> int:

@@ -28,6 +28,7 @@ from infra.workload import Shape, Workload
 from projections.catchup import catch_up
 from projections.envelope import seal_all
 from projections.projector import Projector, event_row
+from projections.queries import current_effective
 from projections.rows import insert_rows, select_rows
 
 META = Meta(actor="bench")
@@ -270,8 +271,7 @@ class Bench:
         for _ in range(reads):
             agent = pick.choice(agents)
             started = time.perf_counter()
-            select_rows(con, "SELECT * FROM effective_tools WHERE subject_kind = 'agent' AND subject = $n "
-                             "ORDER BY tool_id", {"n": agent})
+            current_effective(con, f"agent:{agent}")  # what `toolcat effective` serves
             samples.append((time.perf_counter() - started) * 1000)
         rows = select_rows(con, "SELECT count(*) AS n FROM effective_tools WHERE subject_kind = 'agent'")[0]["n"]
         con.close()

@@ -15,6 +15,7 @@ from infra.reads import emit
 from infra.render import print_json, print_table, print_text
 from projections import queries
 from projections.effective import effective_rows, explain_rows
+from projections.queries import EFFECTIVE_FIELDS
 from projections.projector import read_tracking
 from projections.rows import select_rows
 
@@ -90,12 +91,9 @@ def cmd_effective(ctx: Context) -> int:
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
     if at is None:
-        rows = select_rows(con, "SELECT * FROM effective_tools WHERE subject_kind = $k AND subject = $n "
-                                "ORDER BY tool_id", {"k": kind, "n": name})
+        tools = queries.current_effective(con, f"{kind}:{name}")
     else:
-        rows = effective_rows(con, [(kind, name)], at)
-    tools = [{k: r[k] for k in ("tool_id", "namespace", "description", "provenance", "inherited_from",
-                                "exposure")} for r in rows]
+        tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in effective_rows(con, [(kind, name)], at)]
     document = {"subject": ctx.args.subject, "position": read_tracking(con).position if at is None else at,
                 "tools": tools}
     if ctx.as_json:

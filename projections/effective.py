@@ -159,6 +159,16 @@ _SNAPSHOT = ("SELECT subject_kind || ':' || subject AS subject, bit_xor(hash(too
              "FROM effective_tools e JOIN _subjects s ON e.subject_kind = s.kind AND e.subject = s.name GROUP BY 1")
 
 
+_DOCUMENTS = """
+    INSERT INTO effective_documents
+    SELECT s.kind || ':' || s.name,
+           coalesce(to_json(list(struct_pack(e.tool_id, e.namespace, e.description, e.provenance,
+                                             e.inherited_from, e.exposure) ORDER BY e.tool_id)
+                            FILTER (WHERE e.tool_id IS NOT NULL)), '[]')
+    FROM _subjects s LEFT JOIN effective_tools e ON e.subject_kind = s.kind AND e.subject = s.name
+    GROUP BY 1"""
+
+
 def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
     """Recompute the materialized current set of these subjects (set-based: one query for all);
     returns the subjects (`kind:name`) whose set changed."""
@@ -174,6 +184,8 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
         run(con, f"INSERT INTO effective_tools SELECT * FROM ({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} "
                  "FROM described WHERE place = 1)", {"at": INFINITY})
         after = {r[0]: r[1:] for r in run(con, _SNAPSHOT)}
+        run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
+        run(con, _DOCUMENTS)
     finally:
         con.unregister("_subjects")
     return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s)

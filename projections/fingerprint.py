@@ -9,11 +9,13 @@ Nothing about how or when a copy was built enters it (tracking times, offsets, m
 from __future__ import annotations
 
 import hashlib
+import json
 
 import duckdb
 
 from projections.effective import effective_rows
 from projections.projector import read_tracking
+from projections.queries import EFFECTIVE_FIELDS
 from projections.rows import run, select_rows
 
 _UP_TO = "position <= $at"
@@ -29,7 +31,7 @@ _STATIC_TOOL = ("tool_key, family, group_name, tier, visibility, source, backing
 def _digest(con: duckdb.DuckDBPyConnection, select: str, at: int) -> str:
     """SHA-256 over the sorted MD5s of the rows: canonical, and small in memory for any table size."""
     rows = run(con, f"SELECT sha256(coalesce(string_agg(h, '' ORDER BY h), '')) FROM "
-                    f"(SELECT md5(CAST(t AS VARCHAR)) AS h FROM ({select}) t)", {"at": at})
+                    f"(SELECT md5(CAST(t AS VARCHAR)) AS h FROM ({select}) t)", {"at": at} if "$at" in select else None)
     return rows[0][0]
 
 
@@ -58,11 +60,27 @@ def fingerprint(con: duckdb.DuckDBPyConnection, at: int | None = None) -> str:
     parts.append(("tools", f"SELECT {_STATIC_TOOL} FROM tools WHERE registered_position <= $at"))
     for name, select in parts:
         digest.update(f"{name}:{_digest(con, select, at)}\n".encode())
-    # At the read model's own position, the materialized sets the reads serve are what counts; earlier,
-    # the sets are recomputed from history (equal whenever the materialization is right).
-    rows = (select_rows(con, "SELECT subject_kind, subject, tool_key, tool_id, namespace, description, provenance, "
-                             "inherited_from, exposure FROM effective_tools ORDER BY subject_kind, subject, tool_id")
-            if at == head else effective_rows(con, _subjects_at(con, at), at))
-    for row in rows:
+    subjects = _subjects_at(con, at)
+    computed = effective_rows(con, subjects, at)
+    for row in computed:
         digest.update(repr(sorted(row.items())).encode())
+    if at == head and not _materialized_agrees(con, subjects, computed):
+        # The sets the reads serve differ from what the history says: that must never match a replay.
+        digest.update(b"materialized effective sets differ from the history\n")
     return digest.hexdigest()
+
+
+def _materialized_agrees(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
+                         computed: list[dict]) -> bool:
+    """Whether effective_tools and effective_documents hold exactly the sets recomputed from history."""
+    served = select_rows(con, "SELECT subject_kind, subject, tool_key, tool_id, namespace, description, provenance, "
+                              "inherited_from, exposure FROM effective_tools ORDER BY subject_kind, subject, tool_id")
+    if served != computed:
+        return False
+    expected: dict[str, list[dict]] = {f"{kind}:{name}": [] for kind, name in subjects}
+    for row in computed:
+        expected[f"{row['subject_kind']}:{row['subject']}"].append({k: row[k] for k in EFFECTIVE_FIELDS})
+    documents = {subject: json.loads(tools) for subject, tools in run(con, "SELECT subject, tools FROM "
+                                                                           "effective_documents")}
+    return all(documents.get(subject, []) == tools for subject, tools in expected.items()) and \
+        set(documents) <= set(expected)

@@ -172,3 +172,12 @@ def audit_report(con: duckdb.DuckDBPyConnection, alias: str | None = None) -> di
         report["findings"] = _findings(report, introduced)
         entries.append(report)
     return {"position": scalar(con, "SELECT max(position) FROM events") or 0, "aliases": entries}
+
+
+EFFECTIVE_FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
+
+
+def current_effective(con: duckdb.DuckDBPyConnection, subject: str) -> list[dict[str, Any]]:
+    """A subject's current set, as materialized (one row per subject, already in answer form)."""
+    found = run(con, "SELECT tools FROM effective_documents WHERE subject = $s", {"s": subject})
+    return json.loads(found[0][0]) if found else []

@@ -157,6 +157,9 @@ TAMPERINGS = {
     # (the allowlist of agent:triage does not name memory.search: it is disabled_by_agent_allowlist)
     "effective_tools": "UPDATE effective_tools SET exposure = 'enabled' WHERE subject_kind = 'agent' AND "
                        "subject = 'triage' AND tool_id = 'memory.search' AND exposure <> 'enabled'",
+    # the same, in the per-subject documents `toolcat effective` serves
+    "effective_documents": "UPDATE effective_documents SET tools = replace(tools::VARCHAR, "
+                           "'disabled_by_agent_allowlist', 'enabled')::JSON WHERE subject = 'agent:triage'",
     # a grant appears to have lasted from a different position
     "grant_history": "UPDATE grant_history SET valid_from = valid_from - 1 WHERE rowid = (SELECT min(rowid) FROM "
                      "grant_history)",
@@ -173,7 +176,7 @@ def test_a_read_model_changed_by_hand_does_not_match_its_replay(story: int, home
         assert con.execute(TAMPERINGS[table]).fetchone()[0] == 1  # one row changed
     finally:
         con.close()
-    if table == "effective_tools":  # users are now served a set the history never produced
+    if table == "effective_documents":  # users are now served a set the history never produced
         served = ok(toolcat("effective", "agent:triage"))["tools"]
         recomputed = ok(toolcat("effective", "agent:triage", "--at", str(story)))["tools"]
         assert served != recomputed
