@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 from eventsourcing.domain import Aggregate
 
@@ -46,9 +47,15 @@ class SubjectGrants(Aggregate):
         """`target` is the canonical ID (or pattern) as granted; `tool_key` the tool it names."""
 
         TOPIC = "Grants.Added"
+        class_version = 2  # v2 added `effective_at`: when the change takes effect, if not when recorded
         subject: str
         target: str
         tool_key: str | None
+        effective_at: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["effective_at"] = None
 
         def apply(self, grants: SubjectGrants) -> None:
             grants.targets[self.grant_id] = self.target
@@ -59,9 +66,15 @@ class SubjectGrants(Aggregate):
 
     class Revoked(Event):
         TOPIC = "Grants.Revoked"
+        class_version = 2  # v2 added `effective_at`: when the change takes effect, if not when recorded
         subject: str
         target: str
         tool_key: str | None
+        effective_at: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["effective_at"] = None
 
         def apply(self, grants: SubjectGrants) -> None:
             grants.targets.pop(self.tool_key or self.target, None)
@@ -74,18 +87,18 @@ class SubjectGrants(Aggregate):
     def open(cls, subject: str, meta: Meta) -> SubjectGrants:
         return create(cls, cls.Opened, grants_key(subject), meta, subject=subject)
 
-    def add(self, target: str, tool_key: uuid.UUID | None, meta: Meta) -> None:
+    def add(self, target: str, tool_key: uuid.UUID | None, meta: Meta, effective_at: str | None = None) -> None:
         grant_id = str(tool_key) if tool_key else target
         if grant_id in self.targets:
             raise DuplicateGrant(f"{self.subject} already has a grant of {target!r}", subject=self.subject,
                                  target=target)
         record(self, self.Added, meta, subject=self.subject, target=target,
-               tool_key=str(tool_key) if tool_key else None)
+               tool_key=str(tool_key) if tool_key else None, effective_at=effective_at)
 
-    def revoke(self, target: str, tool_key: uuid.UUID | None, meta: Meta) -> None:
+    def revoke(self, target: str, tool_key: uuid.UUID | None, meta: Meta, effective_at: str | None = None) -> None:
         grant_id = str(tool_key) if tool_key else target
         if grant_id not in self.targets:
             raise UnknownGrant(f"{self.subject} has no explicit grant of {target!r}", subject=self.subject,
                                target=target, grants=sorted(self.targets.values()))
         record(self, self.Revoked, meta, subject=self.subject, target=self.targets[grant_id],
-               tool_key=str(tool_key) if tool_key else None)
+               tool_key=str(tool_key) if tool_key else None, effective_at=effective_at)

@@ -10,7 +10,7 @@ from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, Ret
     UnknownSubject, UnknownTool, UsageError
 from domain.grants import SubjectGrants, check_pattern, grants_key, is_pattern
 from domain.name import NameClaim
-from domain.subjects import Agent, StateMode, Unit, agent_key, check_name, parse_subject, unit_key
+from domain.subjects import Agent, StateMode, Unit, agent_key, check_name, effective_time, parse_subject, unit_key
 from domain.tool import Tool
 from domain.values import ToolSpec
 
@@ -139,21 +139,25 @@ class SubjectUseCases:
         return self.execute("connector.register", {"slug": slug, "namespace": namespace, "tools": tools},
                             meta, build)
 
-    def bind_connector(self, slug: str, unit_name: str, meta: Meta) -> WriteResult:
+    def bind_connector(self, slug: str, unit_name: str, meta: Meta, effective_at: str | None = None
+                       ) -> WriteResult:
         def build(batch: Batch) -> None:
             self.connector(slug)
             unit = self.unit(unit_name)
-            unit.bind(slug, meta)
+            unit.bind(slug, meta, effective_time(effective_at))
             batch.add(unit)
-        return self.execute("connector.bind", {"slug": slug, "unit": unit_name}, meta, build)
+        args = {"slug": slug, "unit": unit_name, "effective_at": effective_at}
+        return self.execute("connector.bind", args, meta, build)
 
-    def unbind_connector(self, slug: str, unit_name: str, meta: Meta) -> WriteResult:
+    def unbind_connector(self, slug: str, unit_name: str, meta: Meta, effective_at: str | None = None
+                         ) -> WriteResult:
         def build(batch: Batch) -> None:
             self.connector(slug)
             unit = self.unit(unit_name)
-            unit.unbind(slug, meta)
+            unit.unbind(slug, meta, effective_time(effective_at))
             batch.add(unit)
-        return self.execute("connector.unbind", {"slug": slug, "unit": unit_name}, meta, build)
+        args = {"slug": slug, "unit": unit_name, "effective_at": effective_at}
+        return self.execute("connector.unbind", args, meta, build)
 
     def declare_image(self, name: str, image: str, tools: list[str], meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
@@ -172,20 +176,22 @@ class SubjectUseCases:
         tool = self.live_tool(target)
         return tool.tool_id, tool.id
 
-    def add_grant(self, subject: str, target: str, meta: Meta) -> WriteResult:
+    def add_grant(self, subject: str, target: str, meta: Meta, effective_at: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
             self.subject(subject)
             grants = self.get_or_none(grants_key(subject)) or SubjectGrants.open(subject, meta)
             canonical, tool_key = self._grant_target(target)
-            grants.add(canonical, tool_key, meta)
+            grants.add(canonical, tool_key, meta, effective_time(effective_at))
             batch.add(grants)
-        return self.execute("grant.add", {"subject": subject, "target": target}, meta, build)
+        args = {"subject": subject, "target": target, "effective_at": effective_at}
+        return self.execute("grant.add", args, meta, build)
 
-    def revoke_grant(self, subject: str, target: str, meta: Meta) -> WriteResult:
+    def revoke_grant(self, subject: str, target: str, meta: Meta, effective_at: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
             self.subject(subject)
             grants = self.get_or_none(grants_key(subject)) or SubjectGrants.open(subject, meta)
             tool = None if is_pattern(target) else self.owner_of(target)
-            grants.revoke(target, tool.id if tool else None, meta)
+            grants.revoke(target, tool.id if tool else None, meta, effective_time(effective_at))
             batch.add(grants)
-        return self.execute("grant.revoke", {"subject": subject, "target": target}, meta, build)
+        args = {"subject": subject, "target": target, "effective_at": effective_at}
+        return self.execute("grant.revoke", args, meta, build)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from eventsourcing.domain import Aggregate
 
@@ -52,17 +52,33 @@ class Unit(Aggregate):
             unit.name, unit.parent, unit.bindings = self.name, self.parent, set()
 
     class ConnectorBound(Event):
+        """v2 added `effective_at`: when the change takes effect, if not when it was recorded."""
+
         TOPIC = "Unit.ConnectorBound"
+        class_version = 2
         unit: str
         slug: str
+        effective_at: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["effective_at"] = None
 
         def apply(self, unit: Unit) -> None:
             unit.bindings.add(self.slug)
 
     class ConnectorUnbound(Event):
+        """v2 added `effective_at`: when the change takes effect, if not when it was recorded."""
+
         TOPIC = "Unit.ConnectorUnbound"
+        class_version = 2
         unit: str
         slug: str
+        effective_at: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["effective_at"] = None
 
         def apply(self, unit: Unit) -> None:
             unit.bindings.discard(self.slug)
@@ -76,17 +92,17 @@ class Unit(Aggregate):
     def create(cls, name: str, parent: str | None, meta: Meta) -> Unit:
         return create(cls, cls.Created, unit_key(name), meta, name=name, parent=parent)
 
-    def bind(self, slug: str, meta: Meta) -> None:
+    def bind(self, slug: str, meta: Meta, effective_at: str | None = None) -> None:
         if slug in self.bindings:
             raise AlreadyBound(f"connector '{slug}' is already bound to unit '{self.name}'",
                                connector=slug, unit=self.name)
-        record(self, self.ConnectorBound, meta, unit=self.name, slug=slug)
+        record(self, self.ConnectorBound, meta, unit=self.name, slug=slug, effective_at=effective_at)
 
-    def unbind(self, slug: str, meta: Meta) -> None:
+    def unbind(self, slug: str, meta: Meta, effective_at: str | None = None) -> None:
         if slug not in self.bindings:
             raise NotBound(f"connector '{slug}' is not bound to unit '{self.name}'", connector=slug,
                            unit=self.name)
-        record(self, self.ConnectorUnbound, meta, unit=self.name, slug=slug)
+        record(self, self.ConnectorUnbound, meta, unit=self.name, slug=slug, effective_at=effective_at)
 
 
 class Agent(Aggregate):
@@ -152,3 +168,17 @@ class Agent(Aggregate):
 
     def declare_image(self, image: str, tools: list[str], tool_keys: list[str], meta: Meta) -> None:
         record(self, self.ImageDeclared, meta, agent=self.name, image=image, tools=tools, tool_keys=tool_keys)
+
+
+def effective_time(text: str | None) -> str | None:
+    """`--effective-at`: an ISO 8601 time, stored in UTC with microseconds (None: when recorded)."""
+    if text is None:
+        return None
+    from datetime import datetime, timezone
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise UsageError(f"--effective-at {text!r} is not an ISO 8601 time (e.g. 2026-03-01T09:00:00Z)") from error
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")

@@ -171,8 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _moment_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--at", type=int, metavar="POSITION", help="as of this event position")
-    parser.add_argument("--as-of", metavar="ISO8601", help="as of this time")
+    parser.add_argument("--at", type=int, metavar="POSITION", help="as known at this event position")
+    parser.add_argument("--as-of", metavar="ISO8601", help="as known at this time")
+    parser.add_argument("--effective-at", metavar="ISO8601",
+                        help="the grants and bindings in effect at this time (with --at/--as-of: as known then)")
+
+
+def _effective_at_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--effective-at", metavar="ISO8601",
+                        help="when the change takes effect, if not when it is recorded")
 
 
 def _subject_commands(c: Commands) -> None:
@@ -198,6 +205,7 @@ def _subject_commands(c: Commands) -> None:
         p = c.add(f"connector {verb}", handler, f"{verb} a connector to a unit", "write")
         p.add_argument("slug", metavar="SLUG")
         p.add_argument("--unit", required=True)
+        _effective_at_option(p)
     c.group("image", "tools an agent's image declares")
     p = c.add("image declare", subjects.cmd_image_declare, "declare (or rotate) an agent's image tools", "write")
     p.add_argument("agent", metavar="AGENT")
@@ -208,6 +216,7 @@ def _subject_commands(c: Commands) -> None:
         p = c.add(f"grant {verb}", handler, f"{verb} an explicit grant of a tool or ns.*", "write")
         p.add_argument("subject", metavar="SUBJECT", help="unit:NAME or agent:NAME")
         p.add_argument("target", metavar="TARGET", help="a tool ID or ns.*")
+        _effective_at_option(p)
     p = c.add("effective", subjects.cmd_effective, "a subject's effective tool set", "read")
     p.add_argument("subject", metavar="SUBJECT")
     _moment_options(p)

@@ -8,13 +8,13 @@ from datetime import date, datetime
 from typing import Any
 
 from domain.errors import UnknownSubject, UsageError
-from domain.subjects import parse_subject
+from domain.subjects import effective_time, parse_subject
 from infra.commands import answer
 from infra.context import Context
 from infra.reads import emit
 from infra.render import print_json, print_table, print_text
 from projections import queries
-from projections.effective import effective_rows, explain_rows
+from projections.effective import INFINITY, effective_rows, explain_rows
 from projections.queries import EFFECTIVE_FIELDS
 from projections.projector import read_tracking
 from projections.rows import select_rows
@@ -44,11 +44,13 @@ def cmd_connector_register(ctx: Context) -> int:
 
 
 def cmd_connector_bind(ctx: Context) -> int:
-    return answer(ctx, ctx.catalog.bind_connector(ctx.args.slug, ctx.args.unit, ctx.meta()))
+    a = ctx.args
+    return answer(ctx, ctx.catalog.bind_connector(a.slug, a.unit, ctx.meta(), a.effective_at))
 
 
 def cmd_connector_unbind(ctx: Context) -> int:
-    return answer(ctx, ctx.catalog.unbind_connector(ctx.args.slug, ctx.args.unit, ctx.meta()))
+    a = ctx.args
+    return answer(ctx, ctx.catalog.unbind_connector(a.slug, a.unit, ctx.meta(), a.effective_at))
 
 
 def cmd_image_declare(ctx: Context) -> int:
@@ -57,11 +59,13 @@ def cmd_image_declare(ctx: Context) -> int:
 
 
 def cmd_grant_add(ctx: Context) -> int:
-    return answer(ctx, ctx.catalog.add_grant(ctx.args.subject, ctx.args.target, ctx.meta()))
+    a = ctx.args
+    return answer(ctx, ctx.catalog.add_grant(a.subject, a.target, ctx.meta(), a.effective_at))
 
 
 def cmd_grant_revoke(ctx: Context) -> int:
-    return answer(ctx, ctx.catalog.revoke_grant(ctx.args.subject, ctx.args.target, ctx.meta()))
+    a = ctx.args
+    return answer(ctx, ctx.catalog.revoke_grant(a.subject, a.target, ctx.meta(), a.effective_at))
 
 
 def _moment(ctx: Context) -> int | None:
@@ -88,14 +92,18 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
 
 def cmd_effective(ctx: Context) -> int:
     at = _moment(ctx)
+    effective = effective_time(ctx.args.effective_at)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
-    if at is None:
+    if at is None and effective is None:
         tools = queries.current_effective(con, f"{kind}:{name}")
     else:
-        tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in effective_rows(con, [(kind, name)], at)]
+        rows = effective_rows(con, [(kind, name)], at if at is not None else INFINITY, effective)
+        tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in rows]
     document = {"subject": ctx.args.subject, "position": read_tracking(con).position if at is None else at,
                 "tools": tools}
+    if effective is not None:
+        document["effective_at"] = effective
     if ctx.as_json:
         print_json(document)
     else:
@@ -111,7 +119,8 @@ def cmd_explain(ctx: Context) -> int:
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
     tool = queries.lookup(con, ctx.args.tool)
-    ways = explain_rows(con, (kind, name), tool["tool_key"], at if at is not None else 2**62)
+    ways = explain_rows(con, (kind, name), tool["tool_key"], at if at is not None else INFINITY,
+                        effective_time(ctx.args.effective_at))
     fields = ("provenance", "inherited_from", "exposure", "position", "cause")
     grants = [{k: w[k] for k in fields} for w in ways]
     document = {"subject": ctx.args.subject, "tool_id": tool["canonical_id"], "visible": bool(grants),

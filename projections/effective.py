@@ -18,9 +18,19 @@ _SOURCES = ["tool_history", "alias_history", "platform_namespaces", "pattern_shi
             "grant_history"]
 
 
+_BITEMPORAL = ("grant_history", "binding_history")
+
+
 def _as_of(table: str) -> str:
-    return (f"{table}_at AS (SELECT * FROM {table} WHERE valid_from <= $at "
-            f"AND (valid_to IS NULL OR valid_to > $at))")
+    """Rows known at position $at; for grants and bindings, with $effective set, rows in effect at that time
+    as far as was known at $at (a change recorded later, or taking effect later, does not count)."""
+    if table not in _BITEMPORAL:
+        return (f"{table}_at AS (SELECT * FROM {table} WHERE valid_from <= $at "
+                f"AND (valid_to IS NULL OR valid_to > $at))")
+    return (f"{table}_at AS (SELECT * FROM {table} WHERE valid_from <= $at AND ("
+            f"($effective::TIMESTAMPTZ IS NULL AND (valid_to IS NULL OR valid_to > $at)) OR "
+            f"($effective::TIMESTAMPTZ IS NOT NULL AND effective_from <= $effective::TIMESTAMPTZ "
+            f"AND (valid_to IS NULL OR valid_to > $at OR effective_to > $effective::TIMESTAMPTZ))))")
 
 
 CANDIDATES = "WITH RECURSIVE " + ",\n".join(_as_of(t) for t in _SOURCES) + """,
@@ -137,19 +147,20 @@ def _with_subjects(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str
 
 
 def effective_rows(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
-                   at: int = INFINITY) -> list[dict[str, Any]]:
-    """The effective set of each subject at position `at` (default: now), sorted by subject and tool."""
+                   at: int = INFINITY, effective_at: str | None = None) -> list[dict[str, Any]]:
+    """The effective set of each subject as known at position `at` (default: now) and, when given, in
+    effect at time `effective_at`; sorted by subject and tool."""
     sql = (CANDIDATES + f"SELECT {EFFECTIVE_COLUMNS} FROM described WHERE place = 1 "
            "ORDER BY subject_kind, subject, tool_id")
-    return _with_subjects(con, subjects, sql, {"at": at})
+    return _with_subjects(con, subjects, sql, {"at": at, "effective": effective_at})
 
 
 def explain_rows(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_key: str,
-                 at: int = INFINITY) -> list[dict[str, Any]]:
+                 at: int = INFINITY, effective_at: str | None = None) -> list[dict[str, Any]]:
     """Every way the subject is granted the tool, the winner first."""
     sql = (CANDIDATES + "SELECT tool_id, provenance, inherited_from, exposure, position, cause, place "
            "FROM described WHERE tool_key = $tool ORDER BY place")
-    return _with_subjects(con, [subject], sql, {"at": at, "tool": tool_key})
+    return _with_subjects(con, [subject], sql, {"at": at, "tool": tool_key, "effective": effective_at})
 
 
 # One digest per subject, computed in DuckDB: comparing sets never moves their rows into Python.
@@ -182,7 +193,7 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
         run(con, f"INSERT INTO effective_tools SELECT * FROM ({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} "
-                 "FROM described WHERE place = 1)", {"at": INFINITY})
+                 "FROM described WHERE place = 1)", {"at": INFINITY, "effective": None})
         after = {r[0]: r[1:] for r in run(con, _SNAPSHOT)}
         run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
         run(con, _DOCUMENTS)

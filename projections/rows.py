@@ -105,37 +105,42 @@ class HistoryRows:
     batch writes many events in one transaction. A `None` row ends the key's history.
     """
 
-    def __init__(self, table: str, keys: tuple[str, ...]) -> None:
-        self.table, self.keys = table, keys
-        self.changes: dict[tuple, list[tuple[int, Any, dict[str, Any] | None]]] = {}
+    def __init__(self, table: str, keys: tuple[str, ...], bitemporal: bool = False) -> None:
+        """`bitemporal` tables also carry effective_from / effective_to: when a change took effect."""
+        self.table, self.keys, self.bitemporal = table, keys, bitemporal
+        self.changes: dict[tuple, list[tuple[int, Any, dict[str, Any] | None, Any]]] = {}
 
-    def set(self, key: tuple, row: dict[str, Any] | None, position: int, at: Any) -> None:
+    def set(self, key: tuple, row: dict[str, Any] | None, position: int, at: Any, effective: Any = None) -> None:
         versions = self.changes.setdefault(key, [])
         if versions and versions[-1][0] == position:
             versions.pop()  # two changes at one position: only the last is ever visible
-        versions.append((position, at, row))
+        versions.append((position, at, row, effective or at))
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if not self.changes:
             return
-        closes = [{**dict(zip(self.keys, key)), "_pos": versions[0][0], "_time": versions[0][1]}
-                  for key, versions in self.changes.items()]
+        closes = [{**dict(zip(self.keys, key)), "_pos": versions[0][0], "_time": versions[0][1],
+                   "_effective": versions[0][3]} for key, versions in self.changes.items()]
         match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
+        effective_to = ", effective_to = c._effective" if self.bitemporal else ""
         con.register("_toolcat_closes", pa.Table.from_pylist(closes))
         try:
-            run(con, f"UPDATE {self.table} AS h SET valid_to = c._pos, valid_to_time = c._time "
+            run(con, f"UPDATE {self.table} AS h SET valid_to = c._pos, valid_to_time = c._time{effective_to} "
                      f"FROM _toolcat_closes AS c WHERE {match} AND h.valid_to IS NULL")
         finally:
             con.unregister("_toolcat_closes")
         opened = []
         for key, versions in self.changes.items():
-            for index, (position, at, row) in enumerate(versions):
+            for index, (position, at, row, effective) in enumerate(versions):
                 if row is None:
                     continue
                 following = versions[index + 1] if index + 1 < len(versions) else None
-                opened.append({**dict(zip(self.keys, key)), **row, "valid_from": position, "valid_from_time": at,
-                               "valid_to": following[0] if following else None,
-                               "valid_to_time": following[1] if following else None})
+                version = {**dict(zip(self.keys, key)), **row, "valid_from": position, "valid_from_time": at,
+                           "valid_to": following[0] if following else None,
+                           "valid_to_time": following[1] if following else None}
+                if self.bitemporal:
+                    version.update(effective_from=effective, effective_to=following[3] if following else None)
+                opened.append(version)
         insert_rows(con, self.table, opened)
         self.clear()
 

@@ -1,6 +1,7 @@
 """Subjects, connectors, bindings, grants, images and allowlists; and which subjects a batch touched."""
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -9,6 +10,12 @@ from projections.catalog_part import Handler, when
 from projections.effective import refresh
 from projections.envelope import Envelope
 from projections.rows import HistoryRows, insert_rows, run
+
+
+def effective(data: dict[str, Any]) -> datetime | None:
+    """When a grant or binding change takes effect, if the operator said (`--effective-at`)."""
+    moment = data.get("effective_at")
+    return datetime.fromisoformat(moment) if moment else None
 
 
 class SubjectsPart:
@@ -20,8 +27,8 @@ class SubjectsPart:
         self.allowlists = HistoryRows("allowlist_history", ("agent",))
         self.images = HistoryRows("image_history", ("agent",))
         self.connectors = HistoryRows("connector_history", ("slug",))
-        self.bindings = HistoryRows("binding_history", ("unit", "slug"))
-        self.grants = HistoryRows("grant_history", ("subject_kind", "subject", "grant_id"))
+        self.bindings = HistoryRows("binding_history", ("unit", "slug"), bitemporal=True)
+        self.grants = HistoryRows("grant_history", ("subject_kind", "subject", "grant_id"), bitemporal=True)
         self.handlers: dict[str, Handler] = {
             "Unit.Created": self.unit_created,
             "Unit.ConnectorBound": self.connector_bound,
@@ -55,10 +62,10 @@ class SubjectsPart:
         self.units.set((data["name"],), {"parent": data["parent"]}, e.position, when(e))
 
     def connector_bound(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.bindings.set((data["unit"], data["slug"]), {}, e.position, when(e))
+        self.bindings.set((data["unit"], data["slug"]), {}, e.position, when(e), effective(data))
 
     def connector_unbound(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.bindings.set((data["unit"], data["slug"]), None, e.position, when(e))
+        self.bindings.set((data["unit"], data["slug"]), None, e.position, when(e), effective(data))
 
     def agent_created(self, e: Envelope, data: dict[str, Any]) -> None:
         self.agents.set((data["name"],), {"unit": data["unit"], "state_mode": data["state_mode"]},
@@ -81,11 +88,12 @@ class SubjectsPart:
     def grant_added(self, e: Envelope, data: dict[str, Any]) -> None:
         kind, _, name = data["subject"].partition(":")
         self.grants.set((kind, name, data["tool_key"] or data["target"]),
-                        {"target": data["target"], "tool_key": data["tool_key"]}, e.position, when(e))
+                        {"target": data["target"], "tool_key": data["tool_key"]}, e.position, when(e), effective(data))
 
     def grant_revoked(self, e: Envelope, data: dict[str, Any]) -> None:
         kind, _, name = data["subject"].partition(":")
-        self.grants.set((kind, name, data["tool_key"] or data["target"]), None, e.position, when(e))
+        self.grants.set((kind, name, data["tool_key"] or data["target"]), None, e.position, when(e),
+                        effective(data))
 
 
 class EffectivePart:
