@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -261,7 +262,8 @@ class Catalog(SubjectUseCases, Application[uuid.UUID]):
             tool_id=tool_id, canonical_id=owner.tool_id, lifecycle=lifecycle)
 
 
-class HistoryRecord(BaseModel):
+@dataclass(frozen=True, slots=True)
+class HistoryRecord:
     """One stored event as the store holds it (its original class version, not upcast)."""
 
     position: int
@@ -283,9 +285,7 @@ def _read_history(catalog: Catalog, after: int, limit: int, topics: tuple[str, .
         except Exception as error:  # any decoding failure means the stored bytes were altered
             raise IntegrityFailure(f"the stored event at position {n.id} no longer decodes: {error}",
                                    position=n.id) from error
-        records.append(HistoryRecord.model_construct(position=n.id, originator_id=str(n.originator_id),
-                                                     originator_version=n.originator_version, topic=n.topic,
-                                                     state=state))
+        records.append(HistoryRecord(n.id, str(n.originator_id), n.originator_version, n.topic, state))
     return records
 
 

@@ -38,12 +38,20 @@ class Envelope(BaseModel):
     prev_hash: str
     hash: str
 
+    def as_dict(self) -> dict[str, Any]:
+        """The envelope as published (field `schema`, not the attribute name)."""
+        values = dict(self.__dict__)
+        values["schema"] = values.pop("schema_")
+        return values
+
     def body(self) -> dict[str, Any]:
         """The fields the hash covers: every field but the two hashes."""
-        return self.model_dump(by_alias=True, exclude={"hash", "prev_hash"})
+        values = self.as_dict()
+        del values["hash"], values["prev_hash"]
+        return values
 
     def to_json(self) -> bytes:
-        return canonical_json(self.model_dump(by_alias=True))
+        return canonical_json(self.as_dict())
 
     def expected_hash(self) -> str:
         return chain_hash(self.prev_hash, self.body())
@@ -78,9 +86,23 @@ def seal(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope:
         "idempotency_key": state.get("idempotency_key"),
         "data": {k: v for k, v in state.items() if k not in _META_KEYS},
     }
-    # Built from the store by this code: the fields are known good, so skip re-validating them.
-    fields = {k: v for k, v in body.items() if k != "schema"}
-    return Envelope.model_construct(schema_=SCHEMA, **fields, prev_hash=prev_hash, hash=chain_hash(prev_hash, body))
+    values = {k: v for k, v in body.items() if k != "schema"}
+    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body))
+    return _trusted(values)
+
+
+_ALL_FIELDS = frozenset(Envelope.model_fields)
+
+
+def _trusted(values: dict[str, Any]) -> Envelope:
+    """An envelope built by this code from the store: every field is known good, so it skips validation
+    (what pydantic's model_construct does, without its per-field default handling: the hot path)."""
+    envelope = Envelope.__new__(Envelope)
+    object.__setattr__(envelope, "__dict__", values)
+    object.__setattr__(envelope, "__pydantic_fields_set__", set(_ALL_FIELDS))
+    object.__setattr__(envelope, "__pydantic_extra__", None)
+    object.__setattr__(envelope, "__pydantic_private__", None)
+    return envelope
 
 
 def seal_all(records: list[HistoryRecord], prev_position: int, prev_hash: str) -> list[Envelope]:
