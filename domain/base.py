@@ -46,3 +46,16 @@ def create(aggregate_class: type[Aggregate], event_class: type[CatalogEvent], ke
            meta: Meta, **fields: Any) -> Any:
     """Start a new aggregate at a natural-key id with the command's metadata."""
     return aggregate_class._create(event_class, id=key, **fields, **meta.fields())
+
+
+class TakesEffect(CatalogEvent):
+    """Changes that may take effect at another time than when recorded (`--effective-at`).
+
+    Class version 2 of the events that carry it: version 1 had no `effective_at`."""
+
+    class_version = 2
+    effective_at: str | None
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["effective_at"] = None

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.base import CatalogEvent, Meta, create, natural_id, record
+from domain.base import CatalogEvent, Meta, TakesEffect, create, natural_id, record
 from domain.errors import DuplicateGrant, InvalidPattern, UnknownGrant
 
 _NAMESPACE_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*\.\*$")
@@ -43,19 +42,13 @@ class SubjectGrants(Aggregate):
         def apply(self, grants: SubjectGrants) -> None:
             grants.subject, grants.targets = self.subject, {}
 
-    class Added(Event):
+    class Added(Event, TakesEffect):
         """`target` is the canonical ID (or pattern) as granted; `tool_key` the tool it names."""
 
         TOPIC = "Grants.Added"
-        class_version = 2  # v2 added `effective_at`: when the change takes effect, if not when recorded
         subject: str
         target: str
         tool_key: str | None
-        effective_at: str | None
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["effective_at"] = None
 
         def apply(self, grants: SubjectGrants) -> None:
             grants.targets[self.grant_id] = self.target
@@ -64,17 +57,11 @@ class SubjectGrants(Aggregate):
         def grant_id(self) -> str:
             return self.tool_key or self.target
 
-    class Revoked(Event):
+    class Revoked(Event, TakesEffect):
         TOPIC = "Grants.Revoked"
-        class_version = 2  # v2 added `effective_at`: when the change takes effect, if not when recorded
         subject: str
         target: str
         tool_key: str | None
-        effective_at: str | None
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["effective_at"] = None
 
         def apply(self, grants: SubjectGrants) -> None:
             grants.targets.pop(self.tool_key or self.target, None)

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from eventsourcing.domain import Aggregate
 
-from domain.base import CatalogEvent, Meta, create, natural_id, record
+from domain.base import CatalogEvent, Meta, TakesEffect, create, natural_id, record
 from domain.errors import AlreadyBound, InvalidName, NotBound, UsageError
 
 SubjectKind = Literal["unit", "agent"]
@@ -51,34 +51,18 @@ class Unit(Aggregate):
         def apply(self, unit: Unit) -> None:
             unit.name, unit.parent, unit.bindings = self.name, self.parent, set()
 
-    class ConnectorBound(Event):
-        """v2 added `effective_at`: when the change takes effect, if not when it was recorded."""
-
+    class ConnectorBound(Event, TakesEffect):
         TOPIC = "Unit.ConnectorBound"
-        class_version = 2
         unit: str
         slug: str
-        effective_at: str | None
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["effective_at"] = None
 
         def apply(self, unit: Unit) -> None:
             unit.bindings.add(self.slug)
 
-    class ConnectorUnbound(Event):
-        """v2 added `effective_at`: when the change takes effect, if not when it was recorded."""
-
+    class ConnectorUnbound(Event, TakesEffect):
         TOPIC = "Unit.ConnectorUnbound"
-        class_version = 2
         unit: str
         slug: str
-        effective_at: str | None
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["effective_at"] = None
 
         def apply(self, unit: Unit) -> None:
             unit.bindings.discard(self.slug)

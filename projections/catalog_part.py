@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from projections.envelope import Envelope
-from projections.rows import AppendRows, GroupedRows, HistoryRows, scalar
+from projections.rows import AppendRows, BufferedPart, GroupedRows, HistoryRows, scalar
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
@@ -18,7 +18,7 @@ def when(envelope: Envelope) -> datetime:
     return datetime.fromisoformat(envelope.recorded_at)
 
 
-class CatalogPart:
+class CatalogPart(BufferedPart):
     """One small method per event type; rows are buffered and written in bulk by `flush`."""
 
     def __init__(self) -> None:
@@ -62,14 +62,6 @@ class CatalogPart:
         return (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases,
                 self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals)
 
-    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        for rows in self._buffers():
-            rows.flush(con)
-
-    def discard(self) -> None:
-        """Forget a failed batch's buffered rows."""
-        for rows in self._buffers():
-            rows.clear()
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
         tool = self.tools.get(tool_key)

@@ -146,3 +146,19 @@ class HistoryRows:
 
     def clear(self) -> None:
         self.changes = {}
+
+
+class BufferedPart:
+    """A projection part whose rows are buffered during a batch: flushed together, or all discarded."""
+
+    def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
+        raise NotImplementedError
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        for rows in self._buffers():
+            rows.flush(con)
+
+    def discard(self) -> None:
+        """Forget a failed batch's buffered rows."""
+        for rows in self._buffers():
+            rows.clear()

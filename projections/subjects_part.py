@@ -9,7 +9,7 @@ import duckdb
 from projections.catalog_part import Handler, when
 from projections.effective import refresh
 from projections.envelope import Envelope
-from projections.rows import HistoryRows, insert_rows, run
+from projections.rows import BufferedPart, HistoryRows, insert_rows, run
 
 
 def effective(data: dict[str, Any]) -> datetime | None:
@@ -18,7 +18,7 @@ def effective(data: dict[str, Any]) -> datetime | None:
     return datetime.fromisoformat(moment) if moment else None
 
 
-class SubjectsPart:
+class SubjectsPart(BufferedPart):
     """One small method per event type, each recording a version in a history table."""
 
     def __init__(self) -> None:
@@ -50,13 +50,6 @@ class SubjectsPart:
         return (self.units, self.agents, self.allowlists, self.images, self.connectors, self.bindings,
                 self.grants)
 
-    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        for rows in self._buffers():
-            rows.flush(con)
-
-    def discard(self) -> None:
-        for rows in self._buffers():
-            rows.clear()
 
     def unit_created(self, e: Envelope, data: dict[str, Any]) -> None:
         self.units.set((data["name"],), {"parent": data["parent"]}, e.position, when(e))
