@@ -35,6 +35,8 @@ def script_lines(path: Path) -> list[list[str]]:
 
 def prepare_home(home: Path) -> None:
     """The demo owns its home: it refuses a catalog it did not create, and starts its own afresh."""
+    if home.exists() and not home.is_dir():
+        raise UsageError(f"{home} is a file; run the demo with --home pointing at a directory", home=str(home))
     if home.exists() and any(home.iterdir()) and not (home / MARKER).exists():
         raise UsageError(f"{home} is not empty and was not made by the demo; run the demo with --home "
                          "pointing at an empty or demo directory", home=str(home))
@@ -47,11 +49,13 @@ def prepare_home(home: Path) -> None:
 class Demo:
     def __init__(self, ctx: Context) -> None:
         self.ctx, self.quiet = ctx, ctx.as_json
-        self.results: dict[str, Any] = {}
+        # The demo always runs on the embedded default, whatever event store the environment names.
+        self.embedded = ctx.settings.model_copy(update={"event_store_url": None, "kafka_bootstrap": None})
 
     def toolcat(self, home: Path, *args: str, settings: Settings | None = None, show: bool = True) -> Any:
         """Run one command in-process with --json and return its document; show its readable form."""
         from infra.cli import main
+        settings = settings or self.embedded
         document = self._run(main, [*args, "--home", str(home), "--json"], settings)
         if show and not self.quiet:
             sys.stdout.write(self._run(main, [*args, "--home", str(home)], settings, raw=True).rstrip() + "\n")
@@ -71,7 +75,7 @@ class Demo:
             sys.stdout.write(text + "\n")
 
     def heading(self, text: str) -> None:
-        self.say(f"\n== {text} " + "=" * max(0, 70 - len(text)))
+        self.say(f"\n== {text} " + "=" * max(3, 70 - len(text)))
 
     def build(self, name: str, home: Path) -> dict[str, Any]:
         commands = script_lines(EXAMPLES / f"{name}.toolcat")
@@ -140,10 +144,11 @@ def spring_voyage_story(demo: Demo, home: Path) -> dict[str, Any]:
 def through_kafka(demo: Demo, home: Path, name: str, bootstrap: str) -> dict[str, Any]:
     """Relay the catalog to Kafka, project it from Kafka alone into a second home, compare fingerprints."""
     suffix = uuid.uuid4().hex[:8]
-    settings = Settings(kafka_bootstrap=bootstrap, kafka_events_topic=f"toolcat.demo.{name}.{suffix}",
-                        kafka_effective_topic=f"toolcat.demo.{name}.effective.{suffix}",
-                        kafka_dlq_topic=f"toolcat.demo.{name}.dlq.{suffix}", kafka_group_id=f"demo-{suffix}",
-                        kafka_session_timeout_ms=6000)
+    settings = demo.embedded.model_copy(update=dict(
+        kafka_bootstrap=bootstrap, kafka_events_topic=f"toolcat.demo.{name}.{suffix}",
+        kafka_effective_topic=f"toolcat.demo.{name}.effective.{suffix}",
+        kafka_dlq_topic=f"toolcat.demo.{name}.dlq.{suffix}", kafka_group_id=f"demo-{suffix}",
+        kafka_session_timeout_ms=6000))
     copy = home.parent / f"{name}-from-kafka"
     relayed = demo.toolcat(home, "relay", settings=settings, show=False)
     demo.toolcat(copy, "project", "--from", "kafka", "--idle-seconds", "2", settings=settings, show=False)
