@@ -35,11 +35,15 @@ def _digest(con: duckdb.DuckDBPyConnection, select: str, at: int) -> str:
     return rows[0][0]
 
 
+_BITEMPORAL = ("grant_history", "binding_history")
+
+
 def _clipped(table: str) -> str:
-    """History rows known at P, with versions that ended after P shown as still open."""
-    return (f"SELECT * REPLACE (CASE WHEN valid_to > $at THEN NULL ELSE valid_to END AS valid_to, "
-            f"CASE WHEN valid_to > $at THEN NULL ELSE valid_to_time END AS valid_to_time) "
-            f"FROM {table} WHERE valid_from <= $at")
+    """History rows known at P, with versions that ended after P shown as still open (and, for bitemporal
+    tables, with no end of effect yet either)."""
+    ends = ["valid_to", "valid_to_time"] + (["effective_to"] if table in _BITEMPORAL else [])
+    replaced = ", ".join(f"CASE WHEN valid_to > $at THEN NULL ELSE {column} END AS {column}" for column in ends)
+    return f"SELECT * REPLACE ({replaced}) FROM {table} WHERE valid_from <= $at"
 
 
 def _subjects_at(con: duckdb.DuckDBPyConnection, at: int) -> list[tuple[str, str]]:
