@@ -25,7 +25,7 @@ test: $(VENV)/.installed-dev
 
 # A mid-size run of the performance figures (a few minutes on 2 cores); JSON on stdout.
 bench: $(VENV)/.installed-dev
-	$(BIN)/toolcat bench --events $(or $(BENCH_EVENTS),20000) --json
+	@$(BIN)/toolcat bench --events $(or $(BENCH_EVENTS),20000) --json
 
 clean:
 	rm -rf $(VENV) .toolcat .toolcat-demo

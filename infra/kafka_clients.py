@@ -57,6 +57,7 @@ def consumer(settings: Settings, group_id: str | None) -> Any:
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=max(1000, settings.kafka_session_timeout_ms // 5),
             max_poll_records=5000,       # one poll feeds one projector batch
+            fetch_max_wait_ms=50,        # new events become visible quickly instead of after up to 500 ms
             fetch_max_bytes=64 * 1024 * 1024,
             request_timeout_ms=max(30_000, settings.kafka_session_timeout_ms + 5000),
         )
