@@ -11,13 +11,11 @@ from domain.errors import UnknownSubject, UsageError
 from domain.subjects import effective_time, parse_subject
 from infra.commands import answer
 from infra.context import Context
-from infra.reads import emit
 from infra.render import print_json, print_table, print_text
 from projections import queries
 from projections.effective import INFINITY, effective_rows, explain_rows
 from projections.queries import EFFECTIVE_FIELDS
 from projections.projector import read_tracking
-from projections.rows import select_rows
 
 
 def cmd_unit_create(ctx: Context) -> int:

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from domain.base import Meta
-from domain.catalog import Catalog
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 

@@ -273,3 +273,9 @@ def child_open(settings_dump: dict[str, Any], barrier: Any, results: Any, name: 
         results.put((name, "error", f"{type(error).__name__}: {error}"))
     finally:
         catalog.close()
+
+
+def ok(run: Any) -> Any:
+    """The JSON answer of a command that must have succeeded."""
+    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
+    return run.json

@@ -4,71 +4,17 @@ built from Kafka instead of the store; and a read model changed by hand is caugh
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from infra.cli import main
-from infra.demo import EXAMPLES, script_lines
 from infra.settings import Settings
 from projections.fingerprint import fingerprint
 from projections.projector import read_tracking
+from tests.integration.helpers import ok
 from tests.conftest import Run, kafka_env
-
-
-@pytest.fixture
-def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """`toolcat … --home HOME --json` run in this process (fast), with only our settings in the environment."""
-    for key in list(os.environ):
-        if key.startswith("TOOLCAT_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("TOOLCAT_ACTOR", "tester")
-
-    def run(*args: str) -> Run:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([*args, "--home", str(home), "--json"])
-        return Run(code, out.getvalue(), err.getvalue())
-    return run
-
-
-def ok(run: Run) -> Any:
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
-    return run.json
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    """The bundled example story, stored and projected once per module; returns (home, head position)."""
-    home = tmp_path_factory.mktemp("story") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        for key in list(os.environ):
-            if key.startswith("TOOLCAT_"):
-                patch.delenv(key)
-        patch.setenv("TOOLCAT_ACTOR", "tester")
-        for args in script_lines(EXAMPLES / "tyrum.toolcat"):
-            with contextlib.redirect_stdout(io.StringIO()):
-                assert main([*args, "--home", str(home), "--json"]) == 0, args
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            assert main(["sql", "select max(position) AS m FROM events", "--home", str(home), "--json"]) == 0
-    head = json.loads(out.getvalue())[0]["m"]
-    assert head > 50
-    return home, head
-
-
-@pytest.fixture
-def story(template: tuple[Path, int], home: Path) -> int:
-    """Given the bundled example story is stored and projected in this test's home; returns the head."""
-    shutil.copytree(template[0], home)
-    return template[1]
 
 
 def replayed(run: Run) -> dict[str, Any]:
