@@ -124,13 +124,21 @@ def cmd_audit_report(ctx: Context) -> int:
                 f"wrote {ctx.args.output}: {len(report['aliases'])} alias(es), {findings} finding(s)")
 
 
-def progress_printer(ctx: Context) -> Any:
-    """A progress line on a terminal's stderr; nothing for machines and pipes."""
+def progress_printer(ctx: Context, head: int | None = None) -> Any:
+    """A progress bar on a terminal's stderr (towards the store's head when known); nothing for machines
+    and pipes."""
     if ctx.as_json or not sys.stderr.isatty():
         return None
 
     def show(tracking: Tracking) -> None:
-        sys.stderr.write(f"\rprojected {tracking.events} events, position {tracking.position}")
+        if head:
+            done = min(1.0, tracking.position / head)
+            bar = "#" * int(done * 30)
+            sys.stderr.write(f"\r[{bar:<30}] {done:4.0%}  position {tracking.position} of {head}")
+        else:
+            sys.stderr.write(f"\rprojected {tracking.events} events, position {tracking.position}")
+        if head and tracking.position >= head:
+            sys.stderr.write("\n")
         sys.stderr.flush()
     return show
 
@@ -142,7 +150,8 @@ def cmd_rebuild(ctx: Context) -> int:
     fresh.unlink(missing_ok=True)
     con = open_read_model(ctx.settings, fresh)
     try:
-        tracking = catch_up(ctx.catalog, Projector(con), progress=progress_printer(ctx))
+        head = ctx.catalog.recorder.max_notification_id() or 0
+        tracking = catch_up(ctx.catalog, Projector(con), progress=progress_printer(ctx, head))
     finally:
         con.close()
     # A stale write-ahead log of the old file must not be replayed onto the new one.
