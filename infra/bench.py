@@ -7,6 +7,7 @@ import os
 import platform
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -84,6 +85,7 @@ class Bench:
     def close(self) -> None:
         if self._broker:
             self._broker.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
 
     # -- figures --------------------------------------------------------------------------------------
     def append(self) -> None:

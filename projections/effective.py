@@ -146,6 +146,35 @@ def _with_subjects(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str
         con.unregister("_subjects")
 
 
+_ROW = "md5(CAST(struct_pack(subject_kind, subject, tool_key, tool_id, namespace, description, provenance, " \
+       "inherited_from, exposure) AS VARCHAR))"
+
+
+def effective_digest(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], at: int) -> str:
+    """A digest of every subject's set at `at`, computed inside DuckDB (no rows move into Python)."""
+    sql = (f"SELECT sha256(coalesce(string_agg(h, '' ORDER BY h), '')) AS digest FROM (SELECT {_ROW} AS h FROM "
+           f"({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} FROM described WHERE place = 1))")
+    return _with_subjects(con, subjects, sql, {"at": at, "effective": None})[0]["digest"]
+
+
+def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> int:
+    """How many rows of effective_tools and effective_documents differ from a recomputation from history."""
+    computed = f"({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} FROM described WHERE place = 1)"
+    served = ("(SELECT subject_kind, subject, tool_key, tool_id, namespace, description, provenance, "
+              "inherited_from, exposure FROM effective_tools)")
+    documents = ("SELECT s.kind || ':' || s.name AS subject, coalesce(to_json(list(struct_pack(c.tool_id, "
+                 "c.namespace, c.description, c.provenance, c.inherited_from, c.exposure) ORDER BY c.tool_id) "
+                 "FILTER (WHERE c.tool_id IS NOT NULL)), '[]')::VARCHAR AS tools FROM _subjects s LEFT JOIN "
+                 "computed c ON c.subject_kind = s.kind AND c.subject = s.name GROUP BY 1")
+    sql = (f"WITH computed AS MATERIALIZED {computed}, expected AS ({documents}), "
+           "stored AS (SELECT subject, tools::VARCHAR AS tools FROM effective_documents) "
+           f"SELECT (SELECT count(*) FROM ((SELECT * FROM computed EXCEPT ALL SELECT * FROM {served}) UNION ALL "
+           f"(SELECT * FROM {served} EXCEPT ALL SELECT * FROM computed))) + (SELECT count(*) FROM "
+           "((SELECT * FROM expected EXCEPT ALL SELECT * FROM stored) UNION ALL "
+           "(SELECT * FROM stored EXCEPT ALL SELECT * FROM expected))) AS n")
+    return _with_subjects(con, subjects, sql, {"at": INFINITY, "effective": None})[0]["n"]
+
+
 def effective_rows(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
                    at: int = INFINITY, effective_at: str | None = None) -> list[dict[str, Any]]:
     """The effective set of each subject as known at position `at` (default: now) and, when given, in

@@ -9,14 +9,12 @@ Nothing about how or when a copy was built enters it (tracking times, offsets, m
 from __future__ import annotations
 
 import hashlib
-import json
 
 import duckdb
 
-from projections.effective import effective_rows
+from projections.effective import effective_digest, materialized_differences
 from projections.projector import read_tracking
-from projections.queries import EFFECTIVE_FIELDS
-from projections.rows import run, select_rows
+from projections.rows import run
 
 _UP_TO = "position <= $at"
 APPEND_ONLY = {"events": _UP_TO, "naming_policy": _UP_TO, "releases": _UP_TO, "alias_milestones": _UP_TO,
@@ -65,26 +63,9 @@ def fingerprint(con: duckdb.DuckDBPyConnection, at: int | None = None) -> str:
     for name, select in parts:
         digest.update(f"{name}:{_digest(con, select, at)}\n".encode())
     subjects = _subjects_at(con, at)
-    computed = effective_rows(con, subjects, at)
-    for row in computed:
-        digest.update(repr(sorted(row.items())).encode())
-    if at == head and not _materialized_agrees(con, subjects, computed):
+    digest.update(f"effective:{effective_digest(con, subjects, at)}\n".encode())
+    if at == head and materialized_differences(con, subjects):
         # The sets the reads serve differ from what the history says: that must never match a replay.
         digest.update(b"materialized effective sets differ from the history\n")
     return digest.hexdigest()
 
-
-def _materialized_agrees(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
-                         computed: list[dict]) -> bool:
-    """Whether effective_tools and effective_documents hold exactly the sets recomputed from history."""
-    served = select_rows(con, "SELECT subject_kind, subject, tool_key, tool_id, namespace, description, provenance, "
-                              "inherited_from, exposure FROM effective_tools ORDER BY subject_kind, subject, tool_id")
-    if served != computed:
-        return False
-    expected: dict[str, list[dict]] = {f"{kind}:{name}": [] for kind, name in subjects}
-    for row in computed:
-        expected[f"{row['subject_kind']}:{row['subject']}"].append({k: row[k] for k in EFFECTIVE_FIELDS})
-    documents = {subject: json.loads(tools) for subject, tools in run(con, "SELECT subject, tools FROM "
-                                                                           "effective_documents")}
-    return all(documents.get(subject, []) == tools for subject, tools in expected.items()) and \
-        set(documents) <= set(expected)
