@@ -20,9 +20,11 @@ def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None 
     """Replay the store up to `until` (default: where the live read model is) into a scratch file."""
     target = read_tracking(live).position if until is None else min(until, read_tracking(live).position)
     with tempfile.TemporaryDirectory(prefix="toolcat-replay-") as scratch_dir:
-        # A replay must fit the audit budget (1 GiB RSS) whatever the history's size: DuckDB spills
-        # to disk beyond this instead of growing towards its default of 80 % of the machine's memory.
-        scratch = duckdb.connect(str(Path(scratch_dir) / "replay.duckdb"), config={"memory_limit": "512MB"})
+        # A replay must fit the audit budget (1 GiB RSS) whatever the history's size: DuckDB spills to
+        # disk beyond this limit instead of growing towards its default of 80 % of the machine's memory,
+        # and not preserving insertion order lets its aggregations and inserts spill too.
+        scratch = duckdb.connect(str(Path(scratch_dir) / "replay.duckdb"),
+                                 config={"memory_limit": "768MB", "preserve_insertion_order": False})
         try:
             migrate(scratch)
             reached = catch_up(catalog, Projector(scratch), page_size=page_size, until=target,
