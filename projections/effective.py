@@ -157,22 +157,32 @@ def effective_digest(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, s
     return _with_subjects(con, subjects, sql, {"at": at, "effective": None})[0]["digest"]
 
 
-def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> int:
-    """How many rows of effective_tools and effective_documents differ from a recomputation from history."""
+def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
+                             chunk: int = 500) -> int:
+    """How many rows of effective_tools and effective_documents differ from a recomputation from history;
+    compared a chunk of subjects at a time, so memory stays bounded whatever the read model's size."""
     computed = f"({CANDIDATES} SELECT {EFFECTIVE_COLUMNS} FROM described WHERE place = 1)"
-    served = ("(SELECT subject_kind, subject, tool_key, tool_id, namespace, description, provenance, "
-              "inherited_from, exposure FROM effective_tools)")
+    served = ("(SELECT e.subject_kind, e.subject, e.tool_key, e.tool_id, e.namespace, e.description, e.provenance, "
+              "e.inherited_from, e.exposure FROM effective_tools e JOIN _subjects s "
+              "ON e.subject_kind = s.kind AND e.subject = s.name)")
     documents = ("SELECT s.kind || ':' || s.name AS subject, coalesce(to_json(list(struct_pack(c.tool_id, "
                  "c.namespace, c.description, c.provenance, c.inherited_from, c.exposure) ORDER BY c.tool_id) "
                  "FILTER (WHERE c.tool_id IS NOT NULL)), '[]')::VARCHAR AS tools FROM _subjects s LEFT JOIN "
                  "computed c ON c.subject_kind = s.kind AND c.subject = s.name GROUP BY 1")
     sql = (f"WITH computed AS MATERIALIZED {computed}, expected AS ({documents}), "
-           "stored AS (SELECT subject, tools::VARCHAR AS tools FROM effective_documents) "
+           "stored AS (SELECT d.subject, d.tools::VARCHAR AS tools FROM effective_documents d "
+           "WHERE d.subject IN (SELECT kind || ':' || name FROM _subjects)) "
            f"SELECT (SELECT count(*) FROM ((SELECT * FROM computed EXCEPT ALL SELECT * FROM {served}) UNION ALL "
            f"(SELECT * FROM {served} EXCEPT ALL SELECT * FROM computed))) + (SELECT count(*) FROM "
            "((SELECT * FROM expected EXCEPT ALL SELECT * FROM stored) UNION ALL "
            "(SELECT * FROM stored EXCEPT ALL SELECT * FROM expected))) AS n")
-    return _with_subjects(con, subjects, sql, {"at": INFINITY, "effective": None})[0]["n"]
+    differences = sum(_with_subjects(con, subjects[start:start + chunk], sql, {"at": INFINITY, "effective": None})
+                      [0]["n"] for start in range(0, len(subjects), chunk))
+    # Rows for subjects that do not exist at all are differences too.
+    known = {f"{kind}:{name}" for kind, name in subjects}
+    stray = run(con, "SELECT DISTINCT subject FROM effective_documents UNION SELECT DISTINCT subject_kind || ':' || "
+                     "subject FROM effective_tools")
+    return differences + sum(1 for (subject,) in stray if subject not in known)
 
 
 def effective_rows(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
