@@ -141,23 +141,21 @@ class SubjectUseCases:
 
     def bind_connector(self, slug: str, unit_name: str, meta: Meta, effective_at: str | None = None
                        ) -> WriteResult:
-        def build(batch: Batch) -> None:
-            self.connector(slug)
-            unit = self.unit(unit_name)
-            unit.bind(slug, meta, effective_time(effective_at))
-            batch.add(unit)
-        args = {"slug": slug, "unit": unit_name, "effective_at": effective_at}
-        return self.execute("connector.bind", args, meta, build)
+        return self._change_binding("bind", slug, unit_name, meta, effective_at)
 
     def unbind_connector(self, slug: str, unit_name: str, meta: Meta, effective_at: str | None = None
                          ) -> WriteResult:
+        return self._change_binding("unbind", slug, unit_name, meta, effective_at)
+
+    def _change_binding(self, verb: str, slug: str, unit_name: str, meta: Meta, effective_at: str | None
+                        ) -> WriteResult:
         def build(batch: Batch) -> None:
             self.connector(slug)
             unit = self.unit(unit_name)
-            unit.unbind(slug, meta, effective_time(effective_at))
+            getattr(unit, verb)(slug, meta, effective_time(effective_at))
             batch.add(unit)
         args = {"slug": slug, "unit": unit_name, "effective_at": effective_at}
-        return self.execute("connector.unbind", args, meta, build)
+        return self.execute(f"connector.{verb}", args, meta, build)
 
     def declare_image(self, name: str, image: str, tools: list[str], meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:

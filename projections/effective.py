@@ -6,6 +6,8 @@ table named `_subjects` (kind, name) registered by the caller.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -135,15 +137,22 @@ EFFECTIVE_COLUMNS = ("kind AS subject_kind, name AS subject, tool_key, tool_id, 
 INFINITY = 2**62
 
 
-def _with_subjects(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], sql: str,
-                   params: dict[str, Any]) -> list[dict[str, Any]]:
+@contextmanager
+def _subjects_registered(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> Iterator[None]:
+    """The subjects asked about, visible to the queries as the table `_subjects`."""
     table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
                      schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
     con.register("_subjects", table)
     try:
-        return select_rows(con, sql, params)
+        yield
     finally:
         con.unregister("_subjects")
+
+
+def _with_subjects(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], sql: str,
+                   params: dict[str, Any]) -> list[dict[str, Any]]:
+    with _subjects_registered(con, subjects):
+        return select_rows(con, sql, params)
 
 
 _ROW = "md5(CAST(struct_pack(subject_kind, subject, tool_key, tool_id, namespace, description, provenance, " \
@@ -224,10 +233,7 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
     returns the subjects (`kind:name`) whose set changed."""
     if not subjects:
         return []
-    table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
-                     schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
-    con.register("_subjects", table)
-    try:
+    with _subjects_registered(con, subjects):
         before = {r[0]: r[1:] for r in run(con, _SNAPSHOT)}
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
@@ -236,7 +242,4 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
         after = {r[0]: r[1:] for r in run(con, _SNAPSHOT)}
         run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
         run(con, _DOCUMENTS)
-    finally:
-        con.unregister("_subjects")
-    return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s)
-                  or s not in before)
+    return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s))

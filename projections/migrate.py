@@ -38,11 +38,3 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         applied.append(name)
     return applied
 
-
-def is_migrated(con: duckdb.DuckDBPyConnection) -> bool:
-    exists = run(con, "SELECT count(*) FROM information_schema.tables "
-                      "WHERE table_name = 'schema_migrations'")[0][0]
-    if not exists:
-        return False
-    done = {row[0] for row in run(con, "SELECT version FROM schema_migrations")}
-    return all(number in done for number, _, _ in migration_files())
