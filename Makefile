@@ -17,6 +17,8 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
 	touch $@ $(VENV)/.installed
 
+install-dev: $(VENV)/.installed-dev
+
 demo: $(VENV)/.installed
 	$(BIN)/toolcat --home $(or $(TOOLCAT_DEMO_HOME),.toolcat-demo) demo
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import duckdb
 
+from consumers.kafka_io import Producer
 from projections.projector import read_tracking
 from projections.queries import current_effective
 from projections.rows import run
@@ -18,17 +19,13 @@ def subject_document(con: duckdb.DuckDBPyConnection, subject: str, position: int
             "tools": current_effective(con, subject)}
 
 
-def publish_changes(con: duckdb.DuckDBPyConnection, producer: Any, topic: str) -> int:
+def publish_changes(con: duckdb.DuckDBPyConnection, producer: Producer, topic: str) -> int:
     """Drain the outbox: publish, wait for the broker, then forget what was published."""
     pending = run(con, "SELECT subject, position FROM changelog_outbox ORDER BY subject")
     if not pending:
         return 0
     position = read_tracking(con).position
-    sent = [producer.send(topic, key=subject.encode(),
-                          value=json.dumps(subject_document(con, subject, position)).encode())
-            for subject, _ in pending]
-    producer.flush(timeout=30)
-    for future in sent:
-        future.get(timeout=30)
+    producer.publish(topic, ((subject.encode(), json.dumps(subject_document(con, subject, position)).encode())
+                             for subject, _ in pending))
     run(con, "DELETE FROM changelog_outbox WHERE position <= $p", {"p": position})
     return len(pending)

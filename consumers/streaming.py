@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import duckdb
 from pydantic import ValidationError
 
+from consumers.kafka_io import Consumer, Producer, partitions_of
 from domain.errors import IntegrityFailure
 from projections.envelope import Envelope
 from projections.projector import Projector, Tracking
@@ -38,30 +38,19 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
 
 
 class StreamProjector:
-    def __init__(self, consumer: Any, topic: str, dead_letters: Callable[[Any, str], None]) -> None:
+    def __init__(self, consumer: Consumer, topic: str, dead_letters: Callable[[Any, str], None]) -> None:
         self.consumer, self.topic, self.dead_letters = consumer, topic, dead_letters
-        self.partitions: list[Any] = []
+        self.partitions: list[int] = []
 
     def assign(self, con: duckdb.DuckDBPyConnection, wait_seconds: float = 10.0) -> None:
         """Read every partition of the topic from where this read model stopped."""
-        from kafka import TopicPartition
-        deadline = time.monotonic() + wait_seconds
-        while not (numbers := self.consumer.partitions_for_topic(self.topic)):
-            if time.monotonic() > deadline:
-                raise IntegrityFailure(f"topic {self.topic} does not exist or has no partitions")
-            time.sleep(0.2)
-        self.partitions = [TopicPartition(self.topic, n) for n in sorted(numbers)]
-        self.consumer.assign(self.partitions)
-        offsets = stored_offsets(con, self.topic)
-        for partition in self.partitions:
-            if partition.partition in offsets:
-                self.consumer.seek(partition, offsets[partition.partition])
-            else:
-                self.consumer.seek_to_beginning(partition)
+        self.partitions = partitions_of(self.consumer, self.topic, wait_seconds)
+        if not self.partitions:
+            raise IntegrityFailure(f"topic {self.topic} does not exist or has no partitions")
+        self.consumer.assign(self.topic, self.partitions, stored_offsets(con, self.topic))
 
     def poll(self, timeout_ms: int = 500) -> list[Any]:
-        polled = self.consumer.poll(timeout_ms=timeout_ms)
-        return [message for batch in polled.values() for message in batch]
+        return self.consumer.poll(timeout_ms)
 
     def apply(self, projector: Projector, messages: list[Any]) -> Tracking:
         """Parse, order by position, apply in one transaction with the offsets, then commit them."""
@@ -90,10 +79,8 @@ class StreamProjector:
         return tracking
 
     def _commit(self, offsets: dict[int, int]) -> None:
-        from kafka import OffsetAndMetadata, TopicPartition
         try:
-            self.consumer.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
-                                  for p, o in offsets.items()})
+            self.consumer.commit(self.topic, offsets)
         except Exception:  # noqa: BLE001 - the read model holds the offsets; the group's copy is for lag only
             pass
 
@@ -102,3 +89,10 @@ def dead_letter_value(message: Any, reason: str) -> bytes:
     raw = message.value if isinstance(message.value, bytes) else str(message.value).encode()
     return json.dumps({"reason": reason, "topic": message.topic, "partition": message.partition,
                        "offset": message.offset, "value_base64": base64.b64encode(raw).decode()}).encode()
+
+
+def dead_letter_to(producer: Producer, topic: str) -> Callable[[Any, str], None]:
+    """Sends a bad message, with the reason, to the dead-letter topic and waits for the broker."""
+    def send(message: Any, reason: str) -> None:
+        producer.publish(topic, [(message.key, dead_letter_value(message, reason))], timeout=10)
+    return send

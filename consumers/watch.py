@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from consumers.kafka_io import Consumer
+
 
 def diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Added, removed and changed rows between two versions of a subject's set."""
@@ -20,19 +22,14 @@ def diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict
     return changes
 
 
-def watch(consumer: Any, topic: str, subject: str, on_change: Callable[[int, list[dict[str, Any]]], None],
+def watch(consumer: Consumer, topic: str, subject: str, on_change: Callable[[int, list[dict[str, Any]]], None],
           idle_timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False) -> None:
     """Follow the compacted topic from its start; report every change of `subject`'s set."""
-    from kafka import TopicPartition
-    partitions = [TopicPartition(topic, n) for n in sorted(consumer.partitions_for_topic(topic) or [0])]
-    consumer.assign(partitions)
-    for partition in partitions:
-        consumer.seek_to_beginning(partition)
+    consumer.assign(topic, consumer.partitions(topic) or [0], {})
     current: list[dict[str, Any]] = []
     last_seen = time.monotonic()
     while not should_stop():
-        polled = consumer.poll(timeout_ms=200)
-        messages = [m for batch in polled.values() for m in batch]
+        messages = consumer.poll(200)
         if messages:
             last_seen = time.monotonic()
         elif idle_timeout is not None and time.monotonic() - last_seen > idle_timeout:

@@ -5,7 +5,10 @@ import uuid
 from typing import Any
 
 from eventsourcing.domain import Aggregate
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from domain.errors import InvalidName
+from domain.grammar import check_actor, check_idempotency_key, check_text, shown
 
 # Fixed forever: changing it would orphan every stored aggregate.
 TOOLCAT_NAMESPACE = uuid.UUID("6f1d3c1e-6a41-5b8e-9d0e-2b7c0a7f4c11")
@@ -13,7 +16,11 @@ TOOLCAT_NAMESPACE = uuid.UUID("6f1d3c1e-6a41-5b8e-9d0e-2b7c0a7f4c11")
 
 def natural_id(kind: str, key: str) -> uuid.UUID:
     """The aggregate id for a natural key, the same in every process (uniqueness across writers)."""
-    return uuid.uuid5(TOOLCAT_NAMESPACE, f"{kind}:{key}")
+    try:
+        return uuid.uuid5(TOOLCAT_NAMESPACE, f"{kind}:{key}")
+    except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8 (argv) or a "\ud800" escape
+        raise InvalidName(f"{kind} {shown(key)} is not text: it holds undecodable characters",
+                          kind=kind, name=shown(key)) from None
 
 
 class Meta(BaseModel):
@@ -24,6 +31,20 @@ class Meta(BaseModel):
     actor: str = Field(min_length=1)
     reason: str | None = None
     idempotency_key: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _within_grammar(cls, given: Any) -> Any:
+        # Before pydantic's own checks, so undecodable bytes from argv answer invalid_text, not a crash;
+        # a ToolcatError is not a ValueError, so pydantic lets it through as it is.
+        if isinstance(given, dict):
+            if isinstance(given.get("actor"), str):
+                check_actor(given["actor"])
+            if isinstance(given.get("reason"), str):
+                check_text(given["reason"], "reason")
+            if isinstance(given.get("idempotency_key"), str):
+                check_idempotency_key(given["idempotency_key"])
+        return given
 
     def fields(self) -> dict[str, Any]:
         return {"actor": self.actor, "reason": self.reason, "idempotency_key": self.idempotency_key}
@@ -49,7 +70,7 @@ def create(aggregate_class: type[Aggregate], event_class: type[CatalogEvent], ke
 
 
 class TakesEffect(CatalogEvent):
-    """Changes that may take effect at another time than when recorded (`--effective-at`).
+    """Changes that may take effect at another time than when recorded: `effective_at` (None: when recorded).
 
     Class version 2 of the events that carry it: version 1 had no `effective_at`."""
 

@@ -145,9 +145,16 @@ class DuplicateSubject(CatalogRuleError):
 
 
 class InvalidName(CatalogRuleError):
-    """A unit, agent, connector or image name that is not a valid name."""
+    """A name outside its grammar (domain/grammar.py): unit, agent, connector, namespace, image
+    reference, idempotency key, …; `details.kind` says which."""
 
     code = "invalid_name"
+
+
+class InvalidText(CatalogRuleError):
+    """A reason, description, evidence or actor that is too long or holds a control or bidi character."""
+
+    code = "invalid_text"
 
 
 class UnknownConnector(CatalogRuleError):
@@ -178,3 +185,23 @@ class InvalidPattern(CatalogRuleError):
     """A grant target or allowlist pattern of the wrong shape."""
 
     code = "invalid_pattern"
+
+
+class SqlRefused(CatalogRuleError):
+    """User SQL that is not one read-only query (a file read or write, a setting, several statements)."""
+
+    code = "sql_refused"
+
+
+class SqlTimeout(CatalogRuleError):
+    """User SQL that ran longer than the statement timeout and was stopped."""
+
+    code = "sql_timeout"
+
+
+class SqlError(ToolcatError):
+    """User SQL that DuckDB could not run: a syntax error, an unknown table or column, a type error. Exit 2,
+    as for any other bad argument, with a code of its own."""
+
+    code = "sql_error"
+    exit_code = 2

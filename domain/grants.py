@@ -1,15 +1,12 @@
 """Explicit grants on one subject: a tool (by its tool key) or a namespace pattern `ns.*`."""
 from __future__ import annotations
 
-import re
 import uuid
 
 from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, TakesEffect, create, natural_id, record
-from domain.errors import DuplicateGrant, InvalidPattern, UnknownGrant
-
-_NAMESPACE_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*\.\*$")
+from domain.errors import DuplicateGrant, UnknownGrant
 
 
 def grants_key(subject: str) -> uuid.UUID:
@@ -18,13 +15,6 @@ def grants_key(subject: str) -> uuid.UUID:
 
 def is_pattern(target: str) -> bool:
     return target.endswith("*")
-
-
-def check_pattern(pattern: str) -> str:
-    if not _NAMESPACE_PATTERN.match(pattern):
-        raise InvalidPattern(f"{pattern!r} is not a namespace pattern; write it as ns.* (e.g. arxiv.*)",
-                             pattern=pattern)
-    return pattern
 
 
 class SubjectGrants(Aggregate):

@@ -6,10 +6,13 @@ the catalog records the chosen policy as an event, so it must stay serializable.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer, \
+    model_validator
 
 from domain.errors import InvalidId, InvalidPolicy, ReservedId, ReservedPrefix
+from domain.grammar import check_id_text
 
 SOURCES = ("builtin", "builtin_mcp", "mcp", "plugin", "connector", "image")
 PLATFORM_SOURCES = ["builtin", "builtin_mcp"]
@@ -35,6 +38,16 @@ class NamingPolicy(BaseModel):
     platform_namespaces: list[str] = []
     alias_pattern: str
     pattern_shims: dict[str, list[str]] = {}
+    # IDs are ASCII unless the policy says otherwise (then letters, marks and digits of any script).
+    non_ascii_ids: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_ascii_default(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when set, so every policy recorded before the flag existed keeps its exact form.
+        data = handler(self)
+        if not self.non_ascii_ids:
+            data.pop("non_ascii_ids", None)
+        return data
 
     @model_validator(mode="after")
     def _check_consistency(self) -> NamingPolicy:
@@ -58,7 +71,12 @@ class NamingPolicy(BaseModel):
 
     def check_tool_id(self, tool_id: str, source: str) -> None:
         """Raise unless `tool_id` may be a canonical ID of a tool from `source`."""
-        self._check_reserved(tool_id, source, kind="tool", alias=False)
+        self._check_tool_shape(tool_id, source)
+        # The policy's patterns first (their errors name the pattern), then what every ID obeys.
+        check_id_text(tool_id, non_ascii=self.non_ascii_ids)
+
+    def _check_tool_shape(self, tool_id: str, source: str) -> None:
+        self._check_reserved(tool_id, source, kind="tools", alias=False)
         pattern = self.source_patterns.get(source)
         if pattern is not None:
             if not re.fullmatch(pattern, tool_id):
@@ -82,7 +100,13 @@ class NamingPolicy(BaseModel):
                 f"alias {alias!r} does not match the {self.name} alias shape: expected {self.alias_pattern}",
                 tool_id=alias, source=source, pattern=self.alias_pattern,
             )
-        self._check_reserved(alias, source, kind="alias", alias=True)
+        self._check_reserved(alias, source, kind="aliases", alias=True)
+        check_id_text(alias, non_ascii=self.non_ascii_ids)
+
+    def is_well_formed(self, tool_id: str) -> bool:
+        """Whether `tool_id` has the shape of some tool ID or alias under this policy (any source)."""
+        shapes = [self.id_pattern, self.alias_pattern, *self.source_patterns.values()]
+        return tool_id in self.single_segment_ids or any(re.fullmatch(p, tool_id) for p in shapes)
 
     def expand_pattern_shim(self, pattern: str) -> list[str] | None:
         targets = self.pattern_shims.get(pattern)
@@ -95,8 +119,8 @@ class NamingPolicy(BaseModel):
         platform = source in self.platform_sources
         if tool_id in self.reserved_ids and not platform:
             raise ReservedId(
-                f"{source} {kind}s may not claim the reserved platform ID {tool_id!r}; "
-                f"only {', '.join(self.platform_sources)} tools may; choose an ID in the {source}'s own namespace",
+                f"{source} {kind} may not claim the reserved platform ID {tool_id!r}; "
+                f"only {' or '.join(self.platform_sources)} tools may; choose an ID in the {source}'s own namespace",
                 tool_id=tool_id, source=source, reserved_id=tool_id,
             )
         for prefix, allowed in self.reserved_prefixes.items():
@@ -109,7 +133,7 @@ class NamingPolicy(BaseModel):
                 continue
             advice = "use the platform family without this prefix" if platform else f"choose an ID in the {source}'s own namespace"
             raise ReservedPrefix(
-                f"{source} {kind}s may not use the reserved prefix {prefix!r} (reserved for {', '.join(allowed)}); {advice}",
+                f"{source} {kind} may not use the reserved prefix {prefix!r} (reserved for {', '.join(allowed)}); {advice}",
                 tool_id=tool_id, source=source, prefix=prefix, allowed_sources=list(allowed),
             )
 

@@ -5,18 +5,18 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.audit import AuditLog
 from domain.connector import Connector
 from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
 from domain.name import NameClaim
 from domain.policy import CatalogPolicy
 from domain.release import ReleaseTrain
+from domain.seals import SealLog
 from domain.subjects import Agent, Unit
 from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
-                                           Connector, SubjectGrants, AuditLog)
+                                           Connector, SubjectGrants, SealLog)
 
 
 def _event_classes() -> dict[str, type]:

@@ -1,14 +1,26 @@
 """Releases: the catalog's clock for deprecation windows."""
 from __future__ import annotations
 
+import datetime
+
 from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, create, natural_id, record
-from domain.errors import UnknownRelease
-from domain.semver import Version
+from domain.errors import UnknownRelease, UsageError
+from domain.versions import parse_version
 from domain.window import check_release_order
 
 RELEASES_KEY = natural_id("releases", "catalog")
+
+
+def parse_date(text: str) -> str:
+    """A calendar date spelled YYYY-MM-DD."""
+    try:
+        if isinstance(text, str) and len(text) == 10:
+            return datetime.date.fromisoformat(text).isoformat()
+    except ValueError:
+        pass
+    raise UsageError(f"{text!r} is not a date; expected YYYY-MM-DD such as 2027-03-01", given=text)
 
 
 class ReleaseTrain(Aggregate):
@@ -24,6 +36,7 @@ class ReleaseTrain(Aggregate):
 
         def apply(self, aggregate: ReleaseTrain) -> None:
             aggregate.versions = []
+            aggregate.plans = {}
 
     class Published(Event):
         TOPIC = "Releases.Published"
@@ -32,8 +45,18 @@ class ReleaseTrain(Aggregate):
         def apply(self, aggregate: ReleaseTrain) -> None:
             aggregate.versions.append(self.version)
 
+    class Planned(Event):
+        """A future release's planned date (it feeds the `Sunset` of aliases whose removal it is)."""
+        TOPIC = "Releases.Planned"
+        version: str
+        date: str  # YYYY-MM-DD
+
+        def apply(self, aggregate: ReleaseTrain) -> None:
+            aggregate.plans[self.version] = self.date
+
     def __init__(self) -> None:
         self.versions: list[str]
+        self.plans: dict[str, str]  # version → planned date, the latest plan of each
 
     @classmethod
     def start(cls, meta: Meta) -> ReleaseTrain:
@@ -44,20 +67,27 @@ class ReleaseTrain(Aggregate):
         return self.versions[-1] if self.versions else None
 
     def publish(self, version: str, meta: Meta) -> None:
-        canonical = str(Version.parse(version))
+        canonical = str(parse_version(version))
         check_release_order(canonical, self.latest)
         record(self, self.Published, meta, version=canonical)
 
+    def plan(self, version: str, date: str, meta: Meta) -> None:
+        """Record when a release not yet published is planned; planning it again moves the date."""
+        canonical = str(parse_version(version))
+        check_release_order(canonical, self.latest)  # published releases are in the past
+        planned = parse_date(date)
+        if self.plans.get(canonical) != planned:
+            record(self, self.Planned, meta, version=canonical, date=planned)
+
     def require(self, version: str) -> str:
         """The published release matching `version`, or UnknownRelease."""
-        wanted = Version.parse(version)
+        wanted = parse_version(version)
         # Build metadata does not make another release (SemVer precedence ignores it).
         for published in self.versions:
-            if Version.parse(published) == wanted:
+            if parse_version(published) == wanted:
                 return published
         canonical = str(wanted)
-        raise UnknownRelease(f"release {canonical} has not been published; publish it first with "
-                             f"'toolcat release publish {canonical}'", release=canonical,
+        raise UnknownRelease(f"release {canonical} has not been published yet", release=canonical,
                              published=self.versions[-5:])
 
     def first_after(self, version: str | None) -> str | None:

@@ -1,124 +1,42 @@
-"""A structural validity check of JSON Schema documents (a draft 2020-12 / draft-07 subset).
+"""Whether a tool's input schema is a valid JSON Schema: its metaschema check, by `jsonschema`.
 
-It decides whether a tool's input schema is usable at all (an invalid one disables the tool), so it
-only checks the shape of the keywords it knows; unknown keywords are allowed, as the spec allows.
+An invalid input schema disables the tool wherever it is exposed. The schema is checked against the
+metaschema of the draft its `$schema` names, and against draft 2020-12 when it names none (or one
+`jsonschema` does not know). Keywords no vocabulary defines are allowed, as the specification allows.
 """
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 
-JSON_TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
+from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMAS = (
-    "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-    "additionalItems", "unevaluatedItems", "unevaluatedProperties",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-_COUNTS = (
-    "minLength", "maxLength", "minItems", "maxItems",
-    "minProperties", "maxProperties", "minContains", "maxContains",
-)
-
+# Of the metaschemas' formats only `regex` (a `pattern` or a `patternProperties` key that does not
+# compile) decides validity here: the others are checked only where optional packages are installed,
+# and the answer must not depend on the machine that registered the tool.
+_FORMATS = FormatChecker(formats=("regex",))
 
 def schema_problems(schema: object) -> list[str]:
     """Human-readable problems, each prefixed with a JSON pointer to where it is; [] means valid."""
-    return _problems(schema, "")
+    if not isinstance(schema, (dict, bool)):
+        return [f"/: {schema!r} is not a schema (expected an object or a boolean)"]
+    checker = _metaschema_checker(schema)
+    # A fault under `anyOf` (e.g. `type`: one name or a list of names) is told by the branch that
+    # explains it best, where one does. Draft 2020-12 reaches subschemas through `$dynamicRef` once
+    # per vocabulary, so the same fault can come several times: keep each once, in the order found.
+    told = (best_match([error]) for error in checker.iter_errors(schema))
+    return list(dict.fromkeys(f"{_pointer(error.absolute_path)}: {error.message}" for error in told))
 
 
-def _pointer(path: str, key: object) -> str:
-    return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
+def _metaschema_checker(schema: dict | bool) -> Validator:
+    declared = schema.get("$schema") if isinstance(schema, dict) else None
+    draft = Draft202012Validator
+    if isinstance(declared, str):
+        draft = validator_for({"$schema": declared}, default=Draft202012Validator)
+    return draft(draft.META_SCHEMA, format_checker=_FORMATS)
 
 
-def _is_number(value: object) -> bool:
-    # bool is an int in Python but never a number in JSON.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_count(value: object) -> bool:
-    # JSON Schema treats 2.0 as an integer: only the mathematical value matters.
-    return _is_number(value) and float(value).is_integer() and value >= 0
-
-
-def _problems(schema: object, path: str) -> list[str]:
-    if isinstance(schema, bool):
-        return []
-    if not isinstance(schema, dict):
-        return [f"{path or '/'}: {schema!r} is not a schema (expected an object or a boolean)"]
-    problems: list[str] = []
-
-    def bad(key: str, text: str) -> None:
-        problems.append(f"{_pointer(path, key)}: {text}")
-
-    for key, value in schema.items():
-        here = _pointer(path, key)
-        if key == "type":
-            problems += _type_problems(value, here)
-        elif key in _SCHEMA_MAPS:
-            if not isinstance(value, dict):
-                bad(key, "must be an object whose values are schemas")
-                continue
-            for name, sub in value.items():
-                if key == "patternProperties" and not _compiles(name):
-                    problems.append(f"{_pointer(here, name)}: {name!r} is not a valid regular expression")
-                problems += _problems(sub, _pointer(here, name))
-        elif key in _SCHEMAS:
-            problems += _problems(value, here)
-        elif key == "items":
-            # draft-07 tuple form: a list of schemas, one per position
-            if isinstance(value, list):
-                for i, sub in enumerate(value):
-                    problems += _problems(sub, _pointer(here, i))
-            else:
-                problems += _problems(value, here)
-        elif key in _SCHEMA_LISTS:
-            if not isinstance(value, list) or not value:
-                bad(key, "must be a non-empty array of schemas")
-                continue
-            for i, sub in enumerate(value):
-                problems += _problems(sub, _pointer(here, i))
-        elif key == "required":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                bad(key, "must be an array of strings")
-            elif len(set(value)) != len(value):
-                bad(key, "must not repeat a property name")
-        elif key == "enum":
-            if not isinstance(value, list) or not value:
-                bad(key, "must be a non-empty array")
-        elif key in _NUMBERS:
-            if not _is_number(value):
-                bad(key, f"{value!r} is not a number")
-        elif key == "multipleOf":
-            if not _is_number(value) or value <= 0:
-                bad(key, f"{value!r} is not a number greater than 0")
-        elif key in _COUNTS:
-            if not _is_count(value):
-                bad(key, f"{value!r} is not a non-negative integer")
-        elif key == "uniqueItems":
-            if not isinstance(value, bool):
-                bad(key, f"{value!r} is not a boolean")
-        elif key == "pattern":
-            if not isinstance(value, str) or not _compiles(value):
-                bad(key, f"{value!r} is not a valid regular expression")
-    return problems
-
-
-def _type_problems(value: object, here: str) -> list[str]:
-    if isinstance(value, str):
-        return [] if value in JSON_TYPES else [f"{here}: {value!r} is not a JSON type"]
-    if not isinstance(value, list) or not value:
-        return [f"{here}: must be a JSON type name or a non-empty array of them"]
-    problems = [f"{here}: {v!r} is not a JSON type" for v in value if v not in JSON_TYPES]
-    if not problems and len(set(value)) != len(value):
-        problems.append(f"{here}: must not repeat a type")
-    return problems
-
-
-def _compiles(pattern: str) -> bool:
-    # Python's re is close enough to ECMA-262 for catching broken patterns.
-    try:
-        re.compile(pattern)
-    except re.error:
-        return False
-    return True
+def _pointer(path: Iterable[object]) -> str:
+    return "".join(f"/{str(key).replace('~', '~0').replace('/', '~1')}" for key in path) or "/"

@@ -1,42 +1,31 @@
-"""Use cases of subjects, connectors, images and grants (mixed into the Catalog application)."""
+"""Use cases of subjects, connectors, images and grants."""
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+import uuid
 
+from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
 from domain.connector import Connector, connector_key
 from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, RetiredAlias, UnknownConnector, \
     UnknownSubject, UnknownTool, UsageError
-from domain.grants import SubjectGrants, check_pattern, grants_key, is_pattern
+from domain.grammar import check_entry, check_image_ref, check_name, check_namespace, check_pattern, shown
+from domain.grants import SubjectGrants, grants_key, is_pattern
 from domain.name import NameClaim
-from domain.subjects import Agent, StateMode, Unit, agent_key, check_name, effective_time, parse_subject, unit_key
+from domain.subjects import Agent, StateMode, Unit, agent_key, parse_effective_at, parse_subject, unit_key
 from domain.tool import Tool
 from domain.values import ToolSpec
 
-if TYPE_CHECKING:
-    from domain.catalog import Batch, WriteResult
 
-_NAMESPACE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$")
-
-
-class SubjectUseCases:
-    """Needs the Catalog's `execute`, `get_or_none` and `owner_of`."""
-
-    execute: Any
-    get_or_none: Any
-    owner_of: Any
-
+class SubjectUseCases(CatalogApplication):
     # -- lookups --------------------------------------------------------------------------------
     def unit(self, name: str) -> Unit:
-        unit = self.get_or_none(unit_key(name))
+        unit = self.get_or_none(unit_key(name), Unit)
         if unit is None:
-            raise UnknownSubject(f"no unit '{name}'; create it with 'toolcat unit create {name}'",
-                                 subject=f"unit:{name}")
+            raise UnknownSubject(f"no unit '{name}'", subject=f"unit:{name}")
         return unit
 
     def agent(self, name: str) -> Agent:
-        agent = self.get_or_none(agent_key(name))
+        agent = self.get_or_none(agent_key(name), Agent)
         if agent is None:
             raise UnknownSubject(f"no agent '{name}'", subject=f"agent:{name}")
         return agent
@@ -46,7 +35,7 @@ class SubjectUseCases:
         return self.unit(name) if kind == "unit" else self.agent(name)
 
     def connector(self, slug: str) -> Connector:
-        connector = self.get_or_none(connector_key(slug))
+        connector = self.get_or_none(connector_key(slug), Connector)
         if connector is None:
             raise UnknownConnector(f"no connector '{slug}'", connector=slug)
         return connector
@@ -75,7 +64,7 @@ class SubjectUseCases:
     def create_unit(self, name: str, parent: str | None, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             check_name(name, "unit")
-            if self.get_or_none(unit_key(name)) is not None:
+            if self.get_or_none(unit_key(name), Unit) is not None:
                 raise DuplicateSubject(f"unit '{name}' already exists", subject=f"unit:{name}")
             if parent is not None:
                 self.unit(parent)
@@ -85,7 +74,7 @@ class SubjectUseCases:
     def create_agent(self, name: str, unit: str, state_mode: StateMode, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             check_name(name, "agent")
-            if self.get_or_none(agent_key(name)) is not None:
+            if self.get_or_none(agent_key(name), Agent) is not None:
                 raise DuplicateSubject(f"agent '{name}' already exists", subject=f"agent:{name}")
             self.unit(unit)
             batch.add(Agent.create(name, unit, state_mode, meta))
@@ -94,9 +83,12 @@ class SubjectUseCases:
 
     def set_allowlist(self, name: str, patterns: list[str], meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
+            for pattern in patterns:
+                check_entry(batch.policy, pattern)
             agent = self.agent(name)
             if not patterns:
-                raise UsageError("give at least one pattern, or --clear to remove the allowlist")
+                raise UsageError("an allowlist holds at least one pattern; to allow every tool, clear the "
+                                 "allowlist instead", agent=name)
             for pattern in patterns:
                 self._check_allow_pattern(batch, pattern)
             agent.set_allowlist(list(dict.fromkeys(patterns)), meta)
@@ -123,16 +115,14 @@ class SubjectUseCases:
     def register_connector(self, slug: str, namespace: str | None, tools: list[str], meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             check_name(slug, "connector")
-            ns = namespace or slug
-            if not _NAMESPACE.match(ns):
-                raise InvalidName(f"tool namespace {ns!r} must be lowercase dotted segments", namespace=ns)
-            if self.get_or_none(connector_key(slug)) is not None:
+            ns = check_namespace(namespace or slug)
+            if self.get_or_none(connector_key(slug), Connector) is not None:
                 raise DuplicateConnector(f"connector '{slug}' is already registered", connector=slug)
             if not tools:
-                raise UsageError("a connector declares at least one --tool")
+                raise UsageError("a connector declares at least one tool", connector=slug)
             for tool_id in dict.fromkeys(tools):
                 if not tool_id.startswith(ns + "."):
-                    raise InvalidName(f"connector tool {tool_id!r} must live in the connector's namespace "
+                    raise InvalidName(f"connector tool {shown(tool_id)} must live in the connector's namespace "
                                       f"'{ns}.'", tool_id=tool_id, namespace=ns)
                 self._tool_or_register(batch, tool_id, "connector", meta)
             batch.add(Connector.register(slug, ns, list(dict.fromkeys(tools)), meta))
@@ -152,7 +142,7 @@ class SubjectUseCases:
         def build(batch: Batch) -> None:
             self.connector(slug)
             unit = self.unit(unit_name)
-            getattr(unit, verb)(slug, meta, effective_time(effective_at))
+            getattr(unit, verb)(slug, meta, parse_effective_at(effective_at))
             batch.add(unit)
         args = {"slug": slug, "unit": unit_name, "effective_at": effective_at}
         return self.execute(f"connector.{verb}", args, meta, build)
@@ -161,14 +151,15 @@ class SubjectUseCases:
         def build(batch: Batch) -> None:
             agent = self.agent(name)
             if not image.strip():
-                raise UsageError("--image names the image reference")
+                raise UsageError("an image declaration names the image reference", agent=name)
+            check_image_ref(image)
             declared = [self._tool_or_register(batch, tool_id, "image", meta) for tool_id in dict.fromkeys(tools)]
             agent.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
             batch.add(agent)
         return self.execute("image.declare", {"agent": name, "image": image, "tools": tools}, meta, build)
 
     # -- explicit grants -------------------------------------------------------------------------------
-    def _grant_target(self, target: str) -> tuple[str, Any]:
+    def _grant_target(self, target: str) -> tuple[str, uuid.UUID | None]:
         if is_pattern(target):
             return check_pattern(target), None
         tool = self.live_tool(target)
@@ -176,10 +167,11 @@ class SubjectUseCases:
 
     def add_grant(self, subject: str, target: str, meta: Meta, effective_at: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
+            check_entry(batch.policy, target)
             self.subject(subject)
-            grants = self.get_or_none(grants_key(subject)) or SubjectGrants.open(subject, meta)
+            grants = self.get_or_none(grants_key(subject), SubjectGrants) or SubjectGrants.open(subject, meta)
             canonical, tool_key = self._grant_target(target)
-            grants.add(canonical, tool_key, meta, effective_time(effective_at))
+            grants.add(canonical, tool_key, meta, parse_effective_at(effective_at))
             batch.add(grants)
         args = {"subject": subject, "target": target, "effective_at": effective_at}
         return self.execute("grant.add", args, meta, build)
@@ -187,9 +179,9 @@ class SubjectUseCases:
     def revoke_grant(self, subject: str, target: str, meta: Meta, effective_at: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
             self.subject(subject)
-            grants = self.get_or_none(grants_key(subject)) or SubjectGrants.open(subject, meta)
+            grants = self.get_or_none(grants_key(subject), SubjectGrants) or SubjectGrants.open(subject, meta)
             tool = None if is_pattern(target) else self.owner_of(target)
-            grants.revoke(target, tool.id if tool else None, meta, effective_time(effective_at))
+            grants.revoke(target, tool.id if tool else None, meta, parse_effective_at(effective_at))
             batch.add(grants)
         args = {"subject": subject, "target": target, "effective_at": effective_at}
         return self.execute("grant.revoke", args, meta, build)

@@ -1,24 +1,17 @@
 """Units and agents: the subjects that see an effective tool set."""
 from __future__ import annotations
 
-import re
+from datetime import datetime, timezone
 from typing import Literal
 
 from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, TakesEffect, create, natural_id, record
-from domain.errors import AlreadyBound, InvalidName, NotBound, UsageError
+from domain.errors import AlreadyBound, NotBound, UsageError
+from domain.grammar import shown
 
 SubjectKind = Literal["unit", "agent"]
 StateMode = Literal["stateful", "stateless"]
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
-
-
-def check_name(name: str, what: str) -> str:
-    if not _NAME.match(name):
-        raise InvalidName(f"{what} name {name!r} must be lowercase letters, digits, '.', '_' or '-' "
-                          "(starting with a letter or digit, at most 128 characters)", name=name)
-    return name
 
 
 def parse_subject(text: str) -> tuple[SubjectKind, str]:
@@ -154,15 +147,17 @@ class Agent(Aggregate):
         record(self, self.ImageDeclared, meta, agent=self.name, image=image, tools=tools, tool_keys=tool_keys)
 
 
-def effective_time(text: str | None) -> str | None:
-    """`--effective-at`: an ISO 8601 time, stored in UTC with microseconds (None: when recorded)."""
+def parse_effective_at(text: str | None) -> str | None:
+    """The time a change takes effect (`effective_at`): an ISO 8601 time, stored in UTC with
+    microseconds; None means when it is recorded."""
     if text is None:
         return None
-    from datetime import datetime, timezone
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as error:
-        raise UsageError(f"--effective-at {text!r} is not an ISO 8601 time (e.g. 2026-03-01T09:00:00Z)") from error
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    except (ValueError, OverflowError) as error:  # OverflowError: in UTC it falls outside years 1-9999
+        raise UsageError(f"the time a change takes effect, {shown(text)}, is not an ISO 8601 time "
+                         "between the years 1 and 9999 (e.g. 2026-03-01T09:00:00Z)",
+                         effective_at=text[:200]) from error

@@ -49,9 +49,10 @@ class ToolSpec(BaseModel):
     @model_validator(mode="after")
     def _provenance_is_consistent(self) -> ToolSpec:
         if self.source == "plugin" and not self.plugin:
-            raise ValueError("a plugin tool needs --plugin naming the plugin that owns it")
+            raise ValueError("a plugin tool names the plugin that owns it")
         if self.plugin and self.source != "plugin":
-            raise ValueError("--plugin is only for tools with --source plugin")
+            raise ValueError(f"only a tool whose source is plugin names a plugin (this one's source is "
+                             f"{self.source})")
         if len(set(self.classes)) != len(self.classes):
             raise ValueError("a class label is given twice")
         return self

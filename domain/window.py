@@ -19,7 +19,7 @@ from domain.errors import (
     UsageError,
     WindowOpen,
 )
-from domain.semver import Version
+from domain.versions import Version, parse_version
 
 MILESTONES = ("canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission")
 # The milestones after whose latest release a full minor release must pass.
@@ -28,6 +28,14 @@ CONFIRMATION_STEPS = (1, 2)
 PERFORMED_BY_RETIREMENT = (3, 4)
 CLEANUP_STEP = 5
 RECORDABLE_STEPS = (*CONFIRMATION_STEPS, CLEANUP_STEP)
+# What each removal step does, in the words the CLI help, `audit alias` and the audit report use.
+REMOVAL_STEPS = {
+    1: "only the canonical ID is documented and emitted",
+    2: "stored data migrated to the canonical ID",
+    3: "alias removed from normalization and alias tables",
+    4: "retired ID rejected when resolved",
+    5: "legacy examples, fixtures and guidance removed",
+}
 
 
 class InvalidMilestone(UsageError):
@@ -35,7 +43,7 @@ class InvalidMilestone(UsageError):
 
 
 def _minor_bound(milestones: Mapping[str, str]) -> Version:
-    return max(Version.parse(milestones[name]) for name in SHIPPING_MILESTONES).next_minor()
+    return max(parse_version(milestones[name]) for name in SHIPPING_MILESTONES).bump_minor()
 
 
 def earliest_removal(milestones: Mapping[str, str]) -> str | None:
@@ -51,7 +59,7 @@ def earliest_removal(milestones: Mapping[str, str]) -> str | None:
         return None
     earliest = _minor_bound(milestones)
     if "alias_only_emission" in milestones:
-        alias_only = Version.parse(milestones["alias_only_emission"])
+        alias_only = parse_version(milestones["alias_only_emission"])
         if alias_only >= earliest:
             # A pre-release is already below its own release; a release needs the next patch.
             patch = alias_only.patch if alias_only.prerelease else alias_only.patch + 1
@@ -72,6 +80,18 @@ def check_retirement(
     the one that introduced the canonical replacement (None = unknown, never matches); then the
     confirmation steps. The window comes first because steps are pointless while it is open.
     """
+    _check_window_closed(release, milestones, introduced_release)
+    missing_steps = [step for step in CONFIRMATION_STEPS if step not in steps]
+    if missing_steps:
+        raise StepsIncomplete(
+            f"cannot retire in {release}: removal steps not yet confirmed: "
+            f"{', '.join(map(str, missing_steps))}",
+            release=release,
+            missing=missing_steps,
+        )
+
+
+def _check_window_closed(release: str, milestones: Mapping[str, str], introduced_release: str | None) -> None:
     missing = [name for name in MILESTONES if name not in milestones]
     if missing:
         raise WindowOpen(
@@ -79,7 +99,7 @@ def check_retirement(
             release=release,
             missing=missing,
         )
-    given = Version.parse(release)
+    given = parse_version(release)
     bound = _minor_bound(milestones)
     if given < bound:
         raise WindowOpen(
@@ -90,7 +110,7 @@ def check_retirement(
             earliest_removal=earliest_removal(milestones),
         )
     alias_only = milestones["alias_only_emission"]
-    if given <= Version.parse(alias_only):
+    if given <= parse_version(alias_only):
         raise WindowOpen(
             f"cannot retire in {release}: at least one release must pass with the alias emitted only "
             f"as metadata, which started in {alias_only}",
@@ -98,19 +118,11 @@ def check_retirement(
             alias_only_emission=alias_only,
             earliest_removal=earliest_removal(milestones),
         )
-    if introduced_release is not None and given == Version.parse(introduced_release):
+    if introduced_release is not None and given == parse_version(introduced_release):
         raise WindowOpen(
             f"cannot retire in {release}: it is the release that introduced the canonical replacement",
             release=release,
             introduced_release=introduced_release,
-        )
-    missing_steps = [step for step in CONFIRMATION_STEPS if step not in steps]
-    if missing_steps:
-        raise StepsIncomplete(
-            f"cannot retire in {release}: removal steps not yet confirmed: "
-            f"{', '.join(map(str, missing_steps))}",
-            release=release,
-            missing=missing_steps,
         )
 
 
@@ -161,8 +173,8 @@ def check_milestone(name: str, recorded: Mapping[str, str]) -> None:
 
 def check_release_order(new: str, latest: str | None) -> None:
     """Reject a new release that is not strictly greater than the latest published one."""
-    given = Version.parse(new)
-    if latest is not None and given <= Version.parse(latest):
+    given = parse_version(new)
+    if latest is not None and given <= parse_version(latest):
         raise ReleaseOrder(
             f"release {new} must be greater than the latest release {latest}",
             latest=latest,

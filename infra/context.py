@@ -1,107 +1,150 @@
-"""What one CLI invocation works with: settings, the catalog, the read model, the command's metadata."""
+"""What one command works with: settings, the catalog, the read model, the command's metadata.
+
+Three ways to a read model: opened by this process (the embedded default), leased from a server that
+runs the command in its own process (a `Backend`: `toolcat serve` answering HTTP), or, while a server owns
+this home's read model, none at all: reads are sent to that server (`server`).
+"""
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Any
+import contextlib
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
 from domain.base import Meta
-from domain.catalog import Catalog, WriteResult
-from domain.errors import Unavailable
+from domain.catalog import Catalog
+from domain.errors import Conflict, UsageError
+from infra.freshness import Freshness, existing_read_model, fresh_read_model
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
-from projections.catchup import catch_up
-from projections.projector import Projector, read_tracking
-from projections.rows import select_rows
+from projections.queries import events_of_key
+
+if TYPE_CHECKING:
+    from infra.http.remote import ServerClient
+
+
+class HomeNotFound(UsageError):
+    """A read named a home that holds no catalog (no event store, no read model)."""
+
+    code = "home_not_found"
+
+
+class Backend(Protocol):
+    """What a long-running process lends each command it runs: its catalog, and its read model as fresh
+    as the command asks (for the command's duration)."""
+
+    catalog: Catalog
+
+    def read_model(self, freshness: Freshness) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
 
 class Context:
-    def __init__(self, settings: Settings, args: argparse.Namespace) -> None:
+    def __init__(self, settings: Settings, args: argparse.Namespace, backend: Backend | None = None) -> None:
         self.settings = settings
         self.args = args
+        self.backend = backend
         self._catalog: Catalog | None = None
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._leases = contextlib.ExitStack()
+        self._server: ServerClient | None | bool = False  # False: not looked for yet
 
     @property
     def as_json(self) -> bool:
         return bool(getattr(self.args, "json", False))
 
+    def check_home(self) -> None:
+        """A read answers from a catalog that exists and never creates one: a mistyped --home is an error,
+        not a new empty catalog. (With PostgreSQL the store is the catalog; the home only caches the read
+        model.)"""
+        settings = self.settings
+        if self.backend is not None or getattr(self.args, "kind", None) != "read" or settings.event_store_url:
+            return
+        if not (settings.event_store_path.exists() or settings.read_model_path.exists()):
+            raise HomeNotFound(f"there is no catalog at {settings.home} (neither {settings.event_store_path.name} "
+                               f"nor {settings.read_model_path.name}); check --home or TOOLCAT_HOME, or start "
+                               "one with 'toolcat init'", home=str(settings.home))
+
     @property
     def catalog(self) -> Catalog:
+        if self.backend is not None:
+            return self.backend.catalog
         if self._catalog is None:
+            self.check_home()
             self._catalog = open_catalog(self.settings)
         return self._catalog
+
+    @property
+    def server(self) -> ServerClient | None:
+        """The client of the server that owns this home's read model, when one runs (never inside it)."""
+        if self._server is False:
+            self._server = None
+            if self.backend is None:
+                from infra.http.address import live_address
+                address = live_address(self.settings.home)
+                if address is not None:
+                    from infra.http.remote import ServerClient
+                    self._server = ServerClient(address)
+        return self._server or None
+
+    def refuse_if_served(self, what: str) -> None:
+        """Commands that write the read model themselves cannot run beside the server that owns it."""
+        if self.server is not None:
+            raise Conflict(f"a server ({self.server.url}) owns this home's read model; stop it to {what}",
+                           server=self.server.url)
 
     def meta(self) -> Meta:
         return Meta(actor=getattr(self.args, "actor", None) or self.settings.default_actor(),
                     reason=getattr(self.args, "reason", None),
                     idempotency_key=getattr(self.args, "idempotency_key", None))
 
+    def freshness(self) -> Freshness:
+        """What the command's --min-position and --timeout ask for (infra/freshness.py)."""
+        return Freshness(min_position=getattr(self.args, "min_position", None),
+                         timeout=float(getattr(self.args, "timeout", 10.0) or 10.0))
+
     def read_model(self) -> duckdb.DuckDBPyConnection:
-        """The read model, caught up with the store (or, with --min-position, at least there).
-
-        A read model that is already current is opened read-only, so concurrent readers never queue
-        behind each other; only a read that finds it behind takes the write lock to catch up."""
+        """The read model, as fresh as the command asks (by default: caught up with the store)."""
         if self._con is None:
-            wanted = getattr(self.args, "min_position", None)
-            self._con = self._current_read_only(wanted)
-            if self._con is None:
-                self._con = open_read_model(self.settings)
-                if wanted is None or read_tracking(self._con).position < wanted:
-                    catch_up(self.catalog, Projector(self._con))
-                if wanted is not None:
-                    self._wait_for(wanted)
+            if self.backend is not None:
+                self._con = self._leases.enter_context(self.backend.read_model(self.freshness()))
+            else:
+                self.check_home()
+                self._con = fresh_read_model(self.settings, lambda: self.catalog, self.freshness())
         return self._con
 
-    def _current_read_only(self, wanted: int | None) -> duckdb.DuckDBPyConnection | None:
-        if not self.settings.read_model_path.exists():
-            return None
-        try:
-            con = open_read_model(self.settings, read_only=True)
-        except Unavailable:
-            return None
-        try:
-            reached = read_tracking(con).position
-            target = wanted if wanted is not None else (self.catalog.recorder.max_notification_id() or 0)
-        except duckdb.Error:  # not migrated yet
-            reached, target = -1, 0
-        if reached >= target:
-            return con
-        con.close()
-        return None
+    def existing_read_model(self) -> duckdb.DuckDBPyConnection | None:
+        """The read model as it stands, read-only and not caught up (None: there is none yet); the caller
+        closes it. For checks that must not vouch for what they are checking (`audit verify`). A server
+        lends its own read model, which it keeps following the store."""
+        if self.backend is not None:
+            return self.read_model()
+        self.check_home()
+        return existing_read_model(self.settings)
 
-    def read_only_model(self) -> duckdb.DuckDBPyConnection:
-        """Caught up like `read_model`, then reopened read-only: nothing a query does can change it."""
-        self.read_model()
-        assert self._con is not None
-        self._con.close()
-        self._con = open_read_model(self.settings, read_only=True)
+    def read_only_model(self, config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+        """Caught up like `read_model`, then reopened read-only (with `config`, e.g. the user-SQL sandbox):
+        nothing a query does can change it."""
+        if self.backend is not None:
+            return self.read_model()
+        self.read_model().close()
+        self._con = open_read_model(self.settings, read_only=True, config=config)
         return self._con
 
-    def _wait_for(self, wanted: int) -> None:
-        assert self._con is not None
-        deadline = time.monotonic() + float(getattr(self.args, "timeout", 10.0) or 10.0)
-        while (reached := read_tracking(self._con).position) < wanted:
-            if time.monotonic() > deadline:
-                raise Unavailable(f"the read model reached position {reached}, not {wanted}, before the "
-                                  "timeout", reached=reached, wanted=wanted)
-            time.sleep(0.1)
-            catch_up(self.catalog, Projector(self._con))
-
-    def write_answer(self, result: WriteResult) -> dict[str, Any]:
-        """A write's answer; a replayed idempotency key answers with the first run's events."""
-        if result.replayed_key is None:
-            return {"position": result.position, "events": [e.model_dump() for e in result.events]}
-        events = select_rows(self.read_model(), """
-            SELECT position, type FROM events WHERE idempotency_key = ? ORDER BY position""", [result.replayed_key])
-        return {"position": max((e["position"] for e in events), default=None), "events": events}
+    def events_of_key(self, key: str) -> list[dict[str, Any]]:
+        """The events a write recorded under an idempotency key (from the server when one runs)."""
+        if self.server is not None:
+            return self.server.events_of_key(key)
+        return events_of_key(self.read_model(), key)
 
     def close(self) -> None:
-        if self._con is not None:
+        self._leases.close()
+        if self._con is not None and self.backend is None:
             self._con.close()
-            self._con = None
+        self._con = None
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
+        if self._server:
+            self._server.close()
+            self._server = False

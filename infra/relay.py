@@ -13,11 +13,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from consumers.kafka_io import Producer
 from domain.catalog import Catalog
 from domain.errors import Conflict, Unavailable
-from projections.envelope import GENESIS_HASH, Envelope, seal_all
+from infra.kafka_clients import is_broker_error
+from projections.envelope import GENESIS_HASH, Envelope, chain_all
 
 Notify = Callable[[str], None]
 
@@ -71,33 +73,30 @@ def chain_head(catalog: Catalog, position: int, page: int = 5000) -> tuple[int, 
         records = [r for r in catalog.history(after=last, limit=page) if r.position < position]
         if not records:
             break
-        sealed = seal_all(records, last, head)
-        last, head = sealed[-1].position, sealed[-1].hash
+        chained = chain_all(records, last, head)
+        last, head = chained[-1].position, chained[-1].hash
     return last, head
 
 
 class Relay:
-    def __init__(self, catalog: Catalog, make_producer: Callable[[], Any], topic: str, state: RelayState,
+    def __init__(self, catalog: Catalog, make_producer: Callable[[], Producer], topic: str, state: RelayState,
                  page_size: int = 2000, notify: Notify = _stderr) -> None:
         self.catalog, self.make_producer, self.topic, self.state = catalog, make_producer, topic, state
         self.page_size, self.notify = page_size, notify
-        self._producer: Any = None
+        self._producer: Producer | None = None
 
     def _publish(self, envelopes: list[Envelope]) -> None:
         if self._producer is None:
             self._producer = self.make_producer()
-        sent = [self._producer.send(self.topic, key=e.originator_id.encode(), value=e.to_json())
-                for e in envelopes]
-        self._producer.flush(timeout=30)
-        for future in sent:
-            future.get(timeout=30)  # raises if the broker did not acknowledge
+        # raises Unavailable unless the broker acknowledged every one
+        self._producer.publish(self.topic, ((e.originator_id.encode(), e.to_json()) for e in envelopes))
 
     def relay_available(self) -> int:
         """Publish every stored event after the saved position; returns how many were published."""
         position, head = self.state.load()
         published = 0
         while records := self.catalog.history(after=position, limit=self.page_size):
-            envelopes = seal_all(records, position, head)
+            envelopes = chain_all(records, position, head)
             self._publish(envelopes)
             position, head = envelopes[-1].position, envelopes[-1].hash
             self.state.save(position, head)
@@ -117,8 +116,8 @@ class Relay:
                 if not follow:
                     return total
                 time.sleep(poll_seconds)
-            except Exception as error:  # kafka-python raises many error types; all mean "not published"
-                if not _is_broker_error(error):
+            except Exception as error:  # the client libraries raise many error types; all mean "not published"
+                if not is_broker_error(error):
                     raise
                 self._reset_producer()
                 failing_since = failing_since or time.monotonic()
@@ -142,8 +141,3 @@ class Relay:
 
     def close(self) -> None:
         self._reset_producer()
-
-
-def _is_broker_error(error: Exception) -> bool:
-    from kafka.errors import KafkaError
-    return isinstance(error, (KafkaError, Unavailable, TimeoutError, ConnectionError))

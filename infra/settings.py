@@ -1,8 +1,12 @@
 """The only reader of the environment. Every other module receives a `Settings`."""
 from __future__ import annotations
 
+import contextlib
 import getpass
+from collections.abc import Collection
 from pathlib import Path
+from typing import Literal
+from urllib.parse import quote, unquote, urlsplit
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -14,6 +18,9 @@ class Settings(BaseSettings):
     home: Path = Path(".toolcat")
     event_store_url: str | None = Field(None, description="postgresql://… puts the event store in PostgreSQL")
     kafka_bootstrap: str | None = None
+    # Which Kafka client library talks to the broker: kafka-python (pure Python, always installed) or
+    # confluent (librdkafka, the `fast-kafka` extra; about ten times the consumer throughput).
+    kafka_client: Literal["kafka-python", "confluent"] = "kafka-python"
     kafka_events_topic: str = "toolcat.events"
     kafka_effective_topic: str = "toolcat.effective-tools"
     kafka_dlq_topic: str = "toolcat.events.dlq"
@@ -34,10 +41,16 @@ class Settings(BaseSettings):
     kafka_retry_seconds: float = 20.0
     relay_page_size: int = 2000
     follow_poll_seconds: float = 0.2
+    # `toolcat serve`: publish snapshot.duckdb after batches, at most this often.
+    snapshot_seconds: float = 30.0
     actor: str | None = None
     # How long a command waits for another process's DuckDB write lock before giving up (exit 6).
     duckdb_lock_wait_seconds: float = 15.0
     sqlite_lock_timeout_seconds: int = 10
+    # User SQL (`toolcat sql`, `POST /v1/sql`): a query running longer is stopped (sql_timeout); an answer
+    # holds at most this many rows (the rest are cut, and the answer says so).
+    sql_timeout_seconds: float = Field(30.0, gt=0)
+    sql_row_limit: int = Field(100_000, gt=0)
     # Tests only: where the PostgreSQL suite connects, and whether an unreachable server fails the run.
     test_postgres_url: str = "postgresql://postgres@127.0.0.1:5432/test"
     require_postgres: bool = False
@@ -51,6 +64,15 @@ class Settings(BaseSettings):
     def read_model_path(self) -> Path:
         return self.home / "catalog.duckdb"
 
+    def secrets(self) -> set[str]:
+        """The secret values among the settings: the event store's password, the Kafka SASL password."""
+        found = url_passwords(self.event_store_url or "") | {self.kafka_sasl_password or ""}
+        return found - {""}
+
+    def scrub(self, text: str) -> str:
+        """`text` with every secret value of the settings replaced by `***` (for messages and logs)."""
+        return scrub(text, self.secrets())
+
     def default_actor(self) -> str:
         if self.actor:
             return self.actor
@@ -58,3 +80,22 @@ class Settings(BaseSettings):
             return getpass.getuser()
         except (KeyError, OSError):
             return "unknown"
+
+
+def url_passwords(url: str) -> set[str]:
+    """The password of a URL, as written, URL-decoded and encoded (a message may repeat any). A malformed URL
+    (say, a password with an unescaped '/') parses badly, so the text between the scheme's `://`, the
+    first ':' and the last '@' before the query counts too."""
+    userinfo = url.partition("://")[2].partition("?")[0].rpartition("@")[0]
+    found = {userinfo.partition(":")[2]}
+    with contextlib.suppress(ValueError):  # ValueError: not a URL urllib can split
+        found.add(urlsplit(url).password or "")
+    forms = {form for password in found for form in (password, unquote(password))}
+    return (forms | {quote(form, safe="") for form in forms}) - {""}
+
+
+def scrub(text: str, secrets: Collection[str]) -> str:
+    """`text` with every one of `secrets` replaced by `***`, longest first (one may contain another)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

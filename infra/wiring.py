@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import duckdb
 
 from domain.catalog import Catalog
 from domain.errors import Unavailable, UsageError
-from infra.settings import Settings
+from infra.settings import Settings, scrub, url_passwords
 from projections.migrate import migrate
 
 
@@ -26,12 +27,18 @@ def store_env(settings: Settings) -> dict[str, str]:
 
 def postgres_env(url: str) -> dict[str, str]:
     parsed = urlparse(url)
-    if parsed.scheme not in ("postgresql", "postgres") or not parsed.path.strip("/"):
-        raise UsageError(f"TOOLCAT_EVENT_STORE_URL must look like postgresql://user@host:5432/dbname, got {url!r}")
+    try:
+        port = parsed.port or 5432
+    except ValueError:  # a port that is not a number from 0 to 65535
+        port = None
+    if parsed.scheme not in ("postgresql", "postgres") or not parsed.path.strip("/") or port is None:
+        shown = scrub(url, url_passwords(url))  # a malformed URL may still hold a password
+        raise UsageError("TOOLCAT_EVENT_STORE_URL must look like postgresql://user:password@host:5432/dbname, "
+                         f"got {shown!r}")
     env = {"PERSISTENCE_MODULE": "eventsourcing.postgres",
            "POSTGRES_DBNAME": parsed.path.strip("/"),
            "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
-           "POSTGRES_PORT": str(parsed.port or 5432),
+           "POSTGRES_PORT": str(port),
            "POSTGRES_USER": unquote(parsed.username or "postgres"),
            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
            "POSTGRES_CONNECT_TIMEOUT": "5",
@@ -52,8 +59,9 @@ def open_catalog(settings: Settings, attempts: int = 6) -> Catalog:
             return Catalog(env=env)
         except Exception as error:  # the driver's own errors differ per store; all mean "cannot open it"
             if attempt == attempts - 1:
-                raise Unavailable(f"cannot open the event store: {error}",
-                                  store=describe_store(settings)) from error
+                # The driver's message may repeat the URL: scrubbed, and the original not chained.
+                raise Unavailable(settings.scrub(f"cannot open the event store: {error}"),
+                                  store=describe_store(settings)) from None
             time.sleep(0.05 * 2 ** attempt)
     raise AssertionError("unreachable")
 
@@ -69,9 +77,10 @@ def _is_lock_conflict(error: duckdb.Error) -> bool:
     return "lock" in str(error).lower()
 
 
-def open_read_model(settings: Settings, path: Path | None = None, read_only: bool = False
-                    ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection; read-write ones get the schema migrated first.
+def open_read_model(settings: Settings, path: Path | None = None, read_only: bool = False,
+                    config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection, opened with `config` (e.g. the user-SQL sandbox); read-write ones get the
+    schema migrated first.
 
     DuckDB allows one writing process at a time; another command holding the file makes us wait and
     retry (bounded), rather than fail at once.
@@ -82,7 +91,7 @@ def open_read_model(settings: Settings, path: Path | None = None, read_only: boo
     delay = 0.02
     while True:
         try:
-            con = duckdb.connect(str(target), read_only=read_only)
+            con = duckdb.connect(str(target), read_only=read_only, config=config or {})
             break
         except duckdb.IOException as error:
             if not _is_lock_conflict(error) or time.monotonic() > deadline:

@@ -24,6 +24,7 @@ class CatalogPart(BufferedPart):
     def __init__(self) -> None:
         self.policy = AppendRows("naming_policy")
         self.releases = AppendRows("releases")
+        self.release_plans = AppendRows("release_plans")
         self.milestones = AppendRows("alias_milestones")
         self.steps = AppendRows("alias_steps")
         self.tools = GroupedRows("tools", key="tool_key", group="tool_key")
@@ -38,6 +39,7 @@ class CatalogPart(BufferedPart):
             "Policy.Recorded": self.policy_recorded,
             "Releases.Started": self.ignore,
             "Releases.Published": self.release_published,
+            "Releases.Planned": self.release_planned,
             "Tool.Registered": self.tool_registered,
             "Tool.Renamed": self.tool_renamed,
             "Tool.AliasAdded": self.alias_added,
@@ -59,7 +61,7 @@ class CatalogPart(BufferedPart):
             self._release_count = scalar(con, "SELECT count(*) FROM releases")
 
     def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
-        return (self.policy, self.releases, self.milestones, self.steps, self.tools, self.aliases,
+        return (self.policy, self.releases, self.release_plans, self.milestones, self.steps, self.tools, self.aliases,
                 self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals)
 
 
@@ -100,6 +102,10 @@ class CatalogPart(BufferedPart):
         self._release_count += 1
         self.releases.add(version=data["version"], seq=self._release_count, position=e.position,
                           recorded_at=when(e), actor=e.actor)
+
+    def release_planned(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.release_plans.add(version=data["version"], planned_date=data["date"], position=e.position,
+                               recorded_at=when(e), actor=e.actor)
 
     def tool_registered(self, e: Envelope, data: dict[str, Any]) -> None:
         spec = data["spec"]

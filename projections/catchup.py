@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from domain.catalog import Catalog
-from projections.envelope import seal_all
+from projections.envelope import chain_all
 from projections.projector import Projector, Tracking
 
 PAGE_SIZE = 2000
@@ -20,7 +20,7 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
             records = [r for r in records if r.position <= until]
         if not records:
             break
-        tracking = projector.apply(seal_all(records, tracking.position, tracking.hash), sealed_here=True)
+        tracking = projector.apply(chain_all(records, tracking.position, tracking.hash), chained_here=True)
         if progress:
             progress(tracking)
     return tracking

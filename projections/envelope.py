@@ -69,7 +69,7 @@ def format_time(moment: datetime) -> str:
     return moment.isoformat(timespec="microseconds")
 
 
-def seal(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope:
+def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope:
     """The envelope of a stored event, chained to the one before it."""
     state = record.state
     body = {
@@ -105,10 +105,11 @@ def _trusted(values: dict[str, Any]) -> Envelope:
     return envelope
 
 
-def seal_all(records: list[HistoryRecord], prev_position: int, prev_hash: str) -> list[Envelope]:
+def chain_all(records: list[HistoryRecord], prev_position: int, prev_hash: str) -> list[Envelope]:
+    """The envelopes of consecutive stored events, the first chained to (prev_position, prev_hash)."""
     envelopes = []
     for record in records:
-        envelope = seal(record, prev_position, prev_hash)
+        envelope = chain(record, prev_position, prev_hash)
         envelopes.append(envelope)
         prev_position, prev_hash = envelope.position, envelope.hash
     return envelopes

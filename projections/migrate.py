@@ -1,21 +1,15 @@
 """DuckDB schema migrations: numbered SQL files applied once each, in order."""
 from __future__ import annotations
 
-from importlib import resources
-
 import duckdb
 
 from projections.rows import run
+from projections.sqlfiles import sql_files
 
 
 def migration_files() -> list[tuple[int, str, str]]:
-    folder = resources.files("projections") / "migrations"
-    found = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            number = int(entry.name.split("_", 1)[0])
-            found.append((number, entry.name, entry.read_text()))
-    return sorted(found)
+    """(number, file name, SQL) of every migration, in order."""
+    return sorted((int(name.split("_", 1)[0]), name, text) for name, text in sql_files("migrations"))
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -18,7 +18,8 @@ from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_rows, run
-from projections.subjects_part import EffectivePart, SubjectsPart
+from projections.effective_part import EffectivePart
+from projections.subjects_part import SubjectsPart
 
 PROJECTION = "catalog"
 
@@ -45,9 +46,9 @@ def read_tracking(con: duckdb.DuckDBPyConnection) -> Tracking:
     return Tracking(*rows[0]) if rows else Tracking(0, GENESIS_HASH, 0)
 
 
-def check_chain(envelopes: list[Envelope], tracking: Tracking, sealed_here: bool = False) -> None:
+def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: bool = False) -> None:
     """Every envelope must follow the last applied one exactly; a hole or a broken link stops us.
-    Envelopes sealed in this process from the store skip recomputing their own hash."""
+    Envelopes chained in this process from the store skip recomputing their own hash."""
     position, head = tracking.position, tracking.hash
     for envelope in envelopes:
         if envelope.prev_position != position:
@@ -56,7 +57,7 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, sealed_here: bool
                 f"{envelope.position} which follows {envelope.prev_position}",
                 expected_prev_position=position, position=envelope.position,
                 prev_position=envelope.prev_position)
-        if envelope.prev_hash != head or (not sealed_here and envelope.expected_hash() != envelope.hash):
+        if envelope.prev_hash != head or (not chained_here and envelope.expected_hash() != envelope.hash):
             raise IntegrityFailure(f"hash chain broken at position {envelope.position}",
                                    position=envelope.position)
         position, head = envelope.position, envelope.hash
@@ -78,7 +79,7 @@ class Projector:
 
     def apply(self, envelopes: list[Envelope],
               also: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
-              sealed_here: bool = False) -> Tracking:
+              chained_here: bool = False) -> Tracking:
         """Apply one batch in one transaction; returns the new tracking position.
 
         `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction."""
@@ -88,7 +89,7 @@ class Projector:
         fresh = [unique[p] for p in sorted(unique)]
         if not fresh:
             return tracking
-        check_chain(fresh, tracking, sealed_here)
+        check_chain(fresh, tracking, chained_here)
         parts = self.fixed_parts if self.fixed_parts is not None else default_parts()
         handlers: dict[str, Handler] = {}
         for part in parts:

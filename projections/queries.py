@@ -8,8 +8,10 @@ from typing import Any
 import duckdb
 
 from domain.errors import RetiredAlias, UnknownTool, UsageError
-from domain.window import earliest_removal
+from domain.window import REMOVAL_STEPS, earliest_removal
 from projections.rows import run, scalar, select_rows
+from projections.schema import AS_OF
+from projections.sqlfiles import query
 
 _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t.visibility, t.source,
     t.backing_server, t.plugin, t.description, t.classes, t.risk, t.schema_valid, t.requires_state"""
@@ -17,12 +19,7 @@ _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t
 
 def lookup(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
     """What an ID names: the canonical tool, or one of its aliases. Rejects unknown and retired IDs."""
-    rows = select_rows(con, """
-        SELECT ? AS input, t.canonical_id, t.tool_key, 'canonical' AS lifecycle, false AS shim
-        FROM tools t WHERE t.canonical_id = ?
-        UNION ALL
-        SELECT a.alias, t.canonical_id, t.tool_key, a.lifecycle, a.shim
-        FROM aliases a JOIN tools t USING (tool_key) WHERE a.alias = ?""", [tool_id, tool_id, tool_id])
+    rows = select_rows(con, query("lookup"), {"id": tool_id})
     if not rows:
         raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
     row = rows[0]
@@ -94,6 +91,11 @@ def tool_list(con: duckdb.DuckDBPyConnection, group: str | None = None, family: 
             "next_cursor": encode_cursor(page[-1]["canonical_id"]) if more else None}
 
 
+def _named_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each recorded removal step with its name (what the step does), after its number."""
+    return [{"step": s["step"], "name": REMOVAL_STEPS[s["step"]], **s} for s in steps]
+
+
 def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     """An alias's deprecation window, milestones and removal steps, each with its event position."""
     rows = select_rows(con, """SELECT a.*, t.canonical_id FROM aliases a JOIN tools t USING (tool_key)
@@ -103,8 +105,8 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     entry = rows[0]
     milestones = select_rows(con, "SELECT milestone AS name, release, position, evidence FROM "
                                   "alias_milestones WHERE alias = ? ORDER BY position", [alias])
-    steps = select_rows(con, "SELECT step, position, recorded_at, actor, evidence FROM alias_steps "
-                             "WHERE alias = ? ORDER BY step", [alias])
+    steps = _named_steps(select_rows(con, "SELECT step, position, recorded_at, actor, evidence FROM alias_steps "
+                                          "WHERE alias = ? ORDER BY step", [alias]))
     opened = None
     if entry["deprecated_position"] is not None:
         opened = scalar(con, "SELECT version FROM releases WHERE position > ? ORDER BY seq LIMIT 1",
@@ -123,9 +125,29 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     }
 
 
+def deprecation(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any] | None:
+    """For a deprecated alias: its canonical ID, when it was deprecated, and the planned date of its earliest
+    removal release when that release has one (None for any other ID)."""
+    rows = select_rows(con, """
+        SELECT t.canonical_id, e.recorded_at AS deprecated_at FROM aliases a JOIN tools t USING (tool_key)
+        JOIN events e ON e.position = a.deprecated_position
+        WHERE a.alias = ? AND a.lifecycle = 'deprecated'""", [tool_id])
+    if not rows:
+        return None
+    removal = audit_alias(con, tool_id)["window"]["earliest_removal_release"]
+    planned = scalar(con, "SELECT planned_date FROM release_plans WHERE version = ? ORDER BY position DESC LIMIT 1",
+                     [removal]) if removal else None
+    return {**rows[0], "removal_release": removal, "removal_planned": planned}
+
+
+def events_of_key(con: duckdb.DuckDBPyConnection, key: str) -> list[dict[str, Any]]:
+    """The events a write recorded under an idempotency key, in order."""
+    return select_rows(con, "SELECT position, type FROM events WHERE idempotency_key = ? ORDER BY position", [key])
+
+
 def subject_exists(con: duckdb.DuckDBPyConnection, kind: str, name: str, at: int | None = None) -> bool:
     table = "unit_history" if kind == "unit" else "agent_history"
-    when_clause = "valid_to IS NULL" if at is None else "valid_from <= $at AND (valid_to IS NULL OR valid_to > $at)"
+    when_clause = "valid_to IS NULL" if at is None else AS_OF
     params: dict[str, Any] = {"name": name} | ({} if at is None else {"at": at})
     return bool(scalar(con, f"SELECT count(*) FROM {table} WHERE name = $name AND {when_clause}", params))
 
@@ -137,44 +159,6 @@ def position_at_time(con: duckdb.DuckDBPyConnection, moment: str) -> int:
     except duckdb.ConversionException as error:
         raise UsageError(f"--as-of {moment!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from error
     return found or 0
-
-
-def _findings(report: dict[str, Any], introduced: str | None) -> list[str]:
-    """Rules the recorded history does not meet (re-checked independently of the write path)."""
-    from domain.errors import CatalogRuleError
-    from domain.window import check_retirement
-    findings = []
-    milestones = {m["name"]: m["release"] for m in report["milestones"]}
-    steps = {s["step"]: s for s in report["steps"]}
-    retired_at = report["window"]["retired_release"]
-    if report["state"] == "retired":
-        before = {n: s for n, s in steps.items() if n in (1, 2) and s["position"] < steps.get(3, {}).get("position", 0)}
-        try:
-            check_retirement(retired_at, milestones, introduced, before)
-        except CatalogRuleError as error:
-            findings.append(f"retired in {retired_at} although {error.message}")
-        if 5 not in steps:
-            findings.append("step 5 (legacy examples and fixtures cleaned up) has not been recorded yet")
-    return findings
-
-
-def audit_report(con: duckdb.DuckDBPyConnection, alias: str | None = None) -> dict[str, Any]:
-    """Every deprecated or retired alias (or one), with its window, milestones, steps and findings."""
-    names = [alias] if alias else [r[0] for r in run(con, "SELECT alias FROM aliases WHERE lifecycle <> 'alias' "
-                                                          "ORDER BY alias")]
-    entries = []
-    for name in names:
-        report = audit_alias(con, name)
-        introduced = scalar(con, """SELECT r.version FROM releases r, tools t, aliases a
-            WHERE a.alias = $a AND t.tool_key = a.tool_key AND r.position > t.canonical_position
-            ORDER BY r.seq LIMIT 1""", {"a": name})
-        report["canonical_introduced_release"] = introduced
-        report["findings"] = _findings(report, introduced)
-        entries.append(report)
-    return {"position": scalar(con, "SELECT max(position) FROM events") or 0, "aliases": entries}
-
-
-EFFECTIVE_FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
 
 
 def current_effective(con: duckdb.DuckDBPyConnection, subject: str) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
+
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]) -> None:
     """One bulk insert through Arrow (matched by column name), never one statement per row."""
@@ -105,24 +107,28 @@ class HistoryRows:
     batch writes many events in one transaction. A `None` row ends the key's history.
     """
 
-    def __init__(self, table: str, keys: tuple[str, ...], bitemporal: bool = False) -> None:
-        """`bitemporal` tables also carry effective_from / effective_to: when a change took effect."""
-        self.table, self.keys, self.bitemporal = table, keys, bitemporal
+    def __init__(self, table: str, keys: tuple[str, ...]) -> None:
+        if table not in HISTORY_TABLES:
+            raise ValueError(f"{table} is not listed in schema.HISTORY_TABLES")
+        self.table, self.keys = table, keys
+        # Bitemporal tables also carry effective_from / effective_to: when a change took effect.
+        self.bitemporal = table in BITEMPORAL_TABLES
         self.changes: dict[tuple, list[tuple[int, Any, dict[str, Any] | None, Any]]] = {}
 
-    def set(self, key: tuple, row: dict[str, Any] | None, position: int, at: Any, effective: Any = None) -> None:
+    def set(self, key: tuple, row: dict[str, Any] | None, position: int, at: Any,
+            effective_at: Any = None) -> None:
         versions = self.changes.setdefault(key, [])
         if versions and versions[-1][0] == position:
             versions.pop()  # two changes at one position: only the last is ever visible
-        versions.append((position, at, row, effective or at))
+        versions.append((position, at, row, effective_at or at))
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if not self.changes:
             return
         closes = [{**dict(zip(self.keys, key)), "_pos": versions[0][0], "_time": versions[0][1],
-                   "_effective": versions[0][3]} for key, versions in self.changes.items()]
+                   "_effective_at": versions[0][3]} for key, versions in self.changes.items()]
         match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
-        effective_to = ", effective_to = c._effective" if self.bitemporal else ""
+        effective_to = ", effective_to = c._effective_at" if self.bitemporal else ""
         con.register("_toolcat_closes", pa.Table.from_pylist(closes))
         try:
             run(con, f"UPDATE {self.table} AS h SET valid_to = c._pos, valid_to_time = c._time{effective_to} "
@@ -131,7 +137,7 @@ class HistoryRows:
             con.unregister("_toolcat_closes")
         opened = []
         for key, versions in self.changes.items():
-            for index, (position, at, row, effective) in enumerate(versions):
+            for index, (position, at, row, effective_at) in enumerate(versions):
                 if row is None:
                     continue
                 following = versions[index + 1] if index + 1 < len(versions) else None
@@ -139,7 +145,7 @@ class HistoryRows:
                            "valid_to": following[0] if following else None,
                            "valid_to_time": following[1] if following else None}
                 if self.bitemporal:
-                    version.update(effective_from=effective, effective_to=following[3] if following else None)
+                    version.update(effective_from=effective_at, effective_to=following[3] if following else None)
                 opened.append(version)
         insert_rows(con, self.table, opened)
         self.clear()

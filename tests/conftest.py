@@ -1,12 +1,11 @@
-"""Shared fixtures: real SQLite and DuckDB files in a temporary home, the local PostgreSQL server,
-and the installed `toolcat` command."""
+"""Shared fixtures: real SQLite and DuckDB files in a temporary home, a PostgreSQL server and a Kafka
+broker (which ones: tests/services.py, said in the report header), and the installed `toolcat` command."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+import contextlib
+import functools
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,31 @@ import pytest
 from domain.base import Meta
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
+from tests.browser import chromium
+from tests.services import Choice, choose, postgres_problem, running_kafka, running_postgres
+from tests.support import Run, run_toolcat, toolcat_env
 
-TOOLCAT = str(Path(sys.executable).with_name("toolcat"))
+
+@functools.cache
+def services() -> Choice:
+    """The session's Kafka and PostgreSQL sources, chosen once (Docker is pinged at most once)."""
+    return choose(Settings())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--regenerate-expected", action="store_true",
+                     help="rewrite the expected renderings under tests/e2e/expected/ instead of comparing")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    chosen = services()
+    return [chosen.kafka.header, chosen.postgres.header]
+
+
+@pytest.fixture
+def browser() -> str:
+    """Chromium, checked before any story is built: skipped only outside CI when it is missing."""
+    return chromium()
 
 
 @pytest.fixture
@@ -34,32 +56,34 @@ def sqlite_settings(home: Path) -> Settings:
     return Settings(home=home, event_store_url=None)
 
 
-def _postgres_reachable(url: str) -> str | None:
-    import psycopg
-    try:
-        with psycopg.connect(url, connect_timeout=3):
-            return None
-    except Exception as error:  # any failure to connect means "not here"
-        return str(error)
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of the session's PostgreSQL server; its tests skip when it is unreachable (fail with
+    TOOLCAT_REQUIRE_POSTGRES=1)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(running_postgres(services().postgres))
+            problem = postgres_problem(url)
+        except Exception as error:  # a container that would not start: the server is unreachable
+            url, problem = "", f"{type(error).__name__}: {error}"
+        if problem:
+            if Settings().require_postgres:
+                pytest.fail(f"PostgreSQL is required (TOOLCAT_REQUIRE_POSTGRES=1) but unreachable: {problem}")
+            pytest.skip(f"PostgreSQL unreachable: {problem}")
+        yield url
 
 
 @pytest.fixture
-def postgres_url() -> Any:
-    """A fresh schema on the local PostgreSQL server, dropped afterwards."""
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh schema on the session's PostgreSQL server, dropped afterwards."""
     import psycopg
-    settings = Settings()
-    problem = _postgres_reachable(settings.test_postgres_url)
-    if problem:
-        if settings.require_postgres:
-            pytest.fail(f"PostgreSQL is required (TOOLCAT_REQUIRE_POSTGRES=1) but unreachable: {problem}")
-        pytest.skip(f"PostgreSQL unreachable: {problem}")
     schema = f"toolcat_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(settings.test_postgres_url, autocommit=True) as con:
+    with psycopg.connect(postgres_server, autocommit=True) as con:
         con.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield f"{settings.test_postgres_url}?schema={schema}"
+        yield f"{postgres_server}?schema={schema}"
     finally:
-        with psycopg.connect(settings.test_postgres_url, autocommit=True) as con:
+        with psycopg.connect(postgres_server, autocommit=True) as con:
             con.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
@@ -77,32 +101,30 @@ def store_settings(request: pytest.FixtureRequest, home: Path) -> Settings:
 
 
 @pytest.fixture
-def catalog(store_settings: Settings) -> Any:
-    app = open_catalog(store_settings)
-    yield app
-    app.close()
+def opened() -> Iterator[Callable[[Callable[[Settings], Any], Settings], Any]]:
+    """`opened(open_catalog, settings)`: what the opener opens for these settings, closed after the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda open_, settings: stack.enter_context(contextlib.closing(open_(settings)))
 
 
 @pytest.fixture
-def read_model(store_settings: Settings) -> Any:
-    con = open_read_model(store_settings)
-    yield con
-    con.close()
+def catalog(store_settings: Settings, opened: Callable[..., Any]) -> Any:
+    return opened(open_catalog, store_settings)
 
 
-@dataclass
-class Run:
-    code: int
-    stdout: str
-    stderr: str
+@pytest.fixture
+def read_model(store_settings: Settings, opened: Callable[..., Any]) -> Any:
+    return opened(open_read_model, store_settings)
 
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
 
-    @property
-    def error(self) -> dict[str, Any]:
-        return json.loads(self.stderr)["error"]
+@pytest.fixture
+def sqlite_catalog(sqlite_settings: Settings, opened: Callable[..., Any]) -> Any:
+    return opened(open_catalog, sqlite_settings)
+
+
+@pytest.fixture
+def sqlite_read_model(sqlite_settings: Settings, opened: Callable[..., Any]) -> Any:
+    return opened(open_read_model, sqlite_settings)
 
 
 @pytest.fixture
@@ -110,49 +132,36 @@ def toolcat(home: Path) -> Any:
     """Run the installed `toolcat` as a user would, in a throw-away home; `--json` is added."""
     def run(*args: str, json_output: bool = True, env: dict[str, str] | None = None,
             timeout: float = 60) -> Run:
-        import os
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLCAT_")}
-        full_env.update({"TOOLCAT_HOME": str(home), "TOOLCAT_ACTOR": "e2e"}, **(env or {}))
-        command = [TOOLCAT, *args] + (["--json"] if json_output else [])
-        done = subprocess.run(command, capture_output=True, text=True, env=full_env, timeout=timeout)
-        return Run(done.returncode, done.stdout, done.stderr)
+        full_env = toolcat_env("e2e", {"TOOLCAT_HOME": str(home)}, env)
+        return run_toolcat(*args, env=full_env, timeout=timeout, json_output=json_output)
     return run
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A Kafka-protocol broker for the session: TOOLCAT_TEST_KAFKA_BOOTSTRAP if set, else the bundled
-    Tansu broker on a free loopback port (memory storage)."""
-    configured = Settings().test_kafka_bootstrap
-    if configured:
-        yield configured
-        return
-    from infra.broker import DevBroker
-    broker = DevBroker(log=tmp_path_factory.mktemp("broker") / "tansu.log").start()
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.stop()
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The session's Kafka-protocol broker (TOOLCAT_TEST_KAFKA_BOOTSTRAP, Kafka in Docker, or the bundled
+    Tansu broker on a free loopback port with memory storage)."""
+    with running_kafka(services().kafka, tmp_path_factory.mktemp("broker")) as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture
-def kafka_settings(home: Path, kafka_bootstrap: str) -> Settings:
-    """Settings with the session broker and topic names unique to this test."""
+def kafka_client(request: pytest.FixtureRequest) -> str:
+    """The Kafka client library of the test: kafka-python unless the test is parametrized with both
+    (`on_both_kafka_clients`); confluent-kafka only where it is installed."""
+    client = str(getattr(request, "param", "kafka-python"))
+    if client == "confluent":
+        pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed (the fast-kafka extra)")
+    return client
+
+
+@pytest.fixture
+def kafka_settings(home: Path, kafka_bootstrap: str, kafka_client: str) -> Settings:
+    """Settings with the session broker, the test's client library, and topic names unique to this test."""
     suffix = uuid.uuid4().hex[:10]
-    return Settings(home=home, event_store_url=None, kafka_bootstrap=kafka_bootstrap,
+    return Settings(home=home, event_store_url=None, kafka_bootstrap=kafka_bootstrap, kafka_client=kafka_client,
                     kafka_events_topic=f"toolcat.events.{suffix}",
                     kafka_effective_topic=f"toolcat.effective-tools.{suffix}",
                     kafka_dlq_topic=f"toolcat.events.dlq.{suffix}",
                     kafka_group_id=f"toolcat-projector-{suffix}",
                     kafka_session_timeout_ms=6000, kafka_retry_seconds=5.0)
-
-
-def kafka_env(settings: Settings) -> dict[str, str]:
-    """The environment that gives a `toolcat` subprocess the same Kafka settings."""
-    return {"TOOLCAT_KAFKA_BOOTSTRAP": settings.kafka_bootstrap or "",
-            "TOOLCAT_KAFKA_EVENTS_TOPIC": settings.kafka_events_topic,
-            "TOOLCAT_KAFKA_EFFECTIVE_TOPIC": settings.kafka_effective_topic,
-            "TOOLCAT_KAFKA_DLQ_TOPIC": settings.kafka_dlq_topic,
-            "TOOLCAT_KAFKA_GROUP_ID": settings.kafka_group_id,
-            "TOOLCAT_KAFKA_SESSION_TIMEOUT_MS": str(settings.kafka_session_timeout_ms),
-            "TOOLCAT_KAFKA_RETRY_SECONDS": str(settings.kafka_retry_seconds)}

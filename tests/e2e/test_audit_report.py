@@ -10,9 +10,6 @@ import io
 import json
 import os
 import re
-import shutil
-import struct
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -20,11 +17,12 @@ from typing import Any
 import pytest
 
 from infra.cli import main
-from infra.demo import EXAMPLES, script_lines
+from infra.dev.demo import EXAMPLES, script_lines
+from tests.browser import headless, png_size
 
 RETIRED = "mcp.memory.search"
 MILESTONES = ["canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission"]
-STEP_FIELDS = {"step", "position", "recorded_at", "actor", "evidence"}
+STEP_FIELDS = {"step", "name", "position", "recorded_at", "actor", "evidence"}
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 
 
@@ -83,8 +81,11 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     target = tmp_path / "report.json"
     answer = ok(toolcat("audit", "report", "--format", "json", "-o", str(target)))
     expected = story["aliases"]
-    assert answer == {"output": str(target), "aliases": len(expected), "findings": 0}
+    # the story's writes never caught a read model up, and nothing sealed it: the chain had no witness
+    assert answer == {"output": str(target), "aliases": len(expected), "findings": 0, "flagged": 1,
+                      "integrity": "unverified"}
     report = json.loads(target.read_text())
+    assert report["integrity"]["verdict"] == "unverified" and report["integrity"]["absent"] == ["read_model", "seals"]
 
     head = ok(toolcat("sql", "select max(position) as m from events"))[0]["m"]
     assert report["position"] == head
@@ -92,6 +93,7 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     assert [a["alias"] for a in report["aliases"]] == sorted(expected)
     for entry in report["aliases"]:
         assert entry["findings"] == [], entry
+        assert entry["status"] == ("complete" if entry["state"] == "retired" else "window open"), entry
         assert set(entry["window"]) >= {"opened_release", "earliest_removal_release", "closed"}
         assert entry["window"]["closed"] is (entry["state"] == "retired")
 
@@ -100,6 +102,10 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     assert retired["window"]["opened_release"] == "1.1.0"
     assert retired["window"]["earliest_removal_release"] == "1.3.0"
     assert retired["window"]["closed"] is True
+    assert {r["result"] for r in retired["rules"]} == {"met"}
+    # the allowlist of agent:triage still names the retired ID
+    assert retired["uses"] == [{"kind": "allowlist", "holder": "agent:triage", "id": RETIRED,
+                                "lifecycle": "retired", "position": retired["uses"][0]["position"]}]
 
     assert [m["name"] for m in retired["milestones"]] == MILESTONES
     for milestone in retired["milestones"]:
@@ -141,31 +147,6 @@ def test_the_report_for_one_alias_and_for_an_unknown_one(story: dict[str, Any], 
 
 
 # -- the HTML page, in a real browser ---------------------------------------------------------------
-
-def chromium() -> str:
-    found = shutil.which("chromium")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is required when CI is set, but it is not installed")
-    pytest.skip("chromium is not installed")
-
-
-@pytest.fixture
-def browser() -> str:
-    """Chromium, checked before any story is built: skipped only outside CI when it is missing."""
-    return chromium()
-
-
-def headless(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.glob('chromium-profile-*')))}"
-    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=90)
-    assert done.returncode == 0, f"chromium failed ({done.returncode}):\n{done.stderr[-3000:]}"
-    return done
-
 
 class Timelines(HTMLParser):
     """Collects, per report section (the alias), the data-position of each circle of its SVG timeline."""
@@ -224,12 +205,14 @@ def test_chromium_renders_the_timeline_with_a_circle_per_milestone_and_step(
 
     timelines = Timelines()
     timelines.feed(dom)
-    # every alias has its section; the retired one, with milestones and steps, has its timeline
+    # every alias has its section and its timeline
     assert timelines.sections == sorted(story["aliases"])
     assert timelines.svgs.get(RETIRED) == 1
-    expected = sorted([p for p, _ in story["milestones"].values()] + [p for p, _ in story["steps"].values()])
-    assert len(expected) == 9  # four milestones, steps 1 to 5 (3 and 4 share the retirement's position)
-    assert sorted(timelines.circles[RETIRED]) == expected
+    # a circle per milestone and step, steps 3 and 4 (the retirement) as one, and one for the deprecation
+    expected = sorted({p for p, _ in story["milestones"].values()} | {p for p, _ in story["steps"].values()})
+    assert len(expected) == 8  # four milestones, steps 1, 2, 5 and the retirement (steps 3 and 4)
+    circles = sorted(timelines.circles[RETIRED])
+    assert len(circles) == 9 and circles[1:] == expected and circles[0] < expected[0]
     assert f'aria-label="timeline of {RETIRED}"' in dom
 
 
@@ -238,6 +221,4 @@ def test_chromium_takes_a_screenshot_of_the_page(browser: str, page: Path, tmp_p
     headless(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri())
     data = shot.read_bytes()
     assert len(data) > 10_000
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    assert (width, height) == (1200, 2000)
+    assert png_size(data) == (1200, 2000)

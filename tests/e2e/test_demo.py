@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TOOLCAT, Run
+from tests.support import TOOLCAT, Run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ROW_FIELDS = {"tool_id", "namespace", "description", "provenance", "inherited_from", "exposure"}

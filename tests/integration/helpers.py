@@ -21,8 +21,7 @@ from domain.catalog import Catalog
 from domain.naming import preset
 from domain.values import ToolSpec
 from projections.rows import select_rows
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from tests.support import run_python_child
 
 # The read-model tables a projection fills, each with an ORDER BY that makes a snapshot deterministic.
 TABLES = {
@@ -130,12 +129,9 @@ def tracking_row(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 def run_child(function: str, *args: Any) -> int:
     """Run `function(*args)` of this module in a fresh Python process; returns its exit status."""
-    import subprocess
     code = (f"import json, sys; from tests.integration.helpers import {function}; "
             f"{function}(*json.loads(sys.argv[1]))")
-    done = subprocess.run([sys.executable, "-c", code, json.dumps([str(a) if isinstance(a, Path) else a
-                                                                   for a in args])],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    done = run_python_child(code, json.dumps([str(a) if isinstance(a, Path) else a for a in args]))
     if done.returncode not in (0, 9):
         raise AssertionError(f"child {function} failed ({done.returncode}):\n{done.stderr}")
     return done.returncode
@@ -274,8 +270,3 @@ def child_open(settings_dump: dict[str, Any], barrier: Any, results: Any, name: 
     finally:
         catalog.close()
 
-
-def ok(run: Any) -> Any:
-    """The JSON answer of a command that must have succeeded."""
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
-    return run.json

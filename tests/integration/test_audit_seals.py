@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-
-from tests.integration.helpers import ok
-from tests.conftest import Run
+from tests.support import Run, ok
 
 ACTOR = b'"actor":"tester"'
 FORGED = b'"actor":"tesTer"'  # one byte changed, still valid JSON, same length

@@ -10,7 +10,7 @@ import pytest
 
 from domain.errors import IntegrityFailure
 from infra.settings import Settings
-from projections.audit import verify
+from projections.verify import verify
 from projections.catchup import catch_up
 from projections.projector import Projector
 from tests.integration.helpers import stored_records, tell_story

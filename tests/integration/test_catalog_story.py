@@ -8,7 +8,7 @@ import pytest
 
 from domain.errors import RetiredAlias, UnknownTool
 from projections import queries
-from projections.audit import verify
+from projections.verify import verify
 from projections.catchup import catch_up
 from projections.envelope import GENESIS_HASH
 from projections.projector import Projector

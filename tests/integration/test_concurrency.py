@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import queue
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +22,15 @@ from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections import queries
-from projections.audit import verify
+from projections.verify import verify
 from projections.catchup import catch_up
 from projections.projector import Projector
 from tests.integration.helpers import child_open, child_race, stored_records
-
-TOOLCAT = str(Path(sys.executable).with_name("toolcat"))
+from tests.support import TOOLCAT, toolcat_env
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLCAT_")}
-    env.update(TOOLCAT_HOME=str(home), TOOLCAT_ACTOR="racer")
-    return env
+    return toolcat_env("racer", {"TOOLCAT_HOME": str(home)})
 
 
 def _registrations(catalog: Any, tool_id: str) -> list[Any]:

@@ -26,8 +26,7 @@ import pytest
 from infra.cli import main
 from infra.settings import Settings
 from infra.wiring import open_catalog
-from tests.conftest import TOOLCAT
-from tests.integration.helpers import PROJECT_ROOT
+from tests.support import PROJECT_ROOT, TOOLCAT
 
 REGISTER = ("--source", "builtin", "--group", "core", "--tier", "default", "--visibility", "public")
 QUERY = ("select (select position from tracking) p, (select count(*) from events) n, "

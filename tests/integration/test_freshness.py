@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from infra.cli import main
-from tests.conftest import TOOLCAT, Run
+from tests.support import TOOLCAT, Run
 
 REGISTER = ("--source", "builtin", "--group", "core", "--tier", "default", "--visibility", "public")
 
@@ -66,16 +66,15 @@ def test_min_position_answers_at_or_after_the_write(agent: int, toolcat: Any) ->
 
 
 def test_min_position_beyond_the_head_gives_up_with_exit_6(agent: int, toolcat: Any) -> None:
-    started = time.monotonic()
+    # (the runner's own subprocess timeout catches a command that never gives up; no timing assertion)
     late = toolcat("effective", "agent:x", "--min-position", str(agent + 50), "--timeout", "1")
-    elapsed = time.monotonic() - started
 
     assert late.code == 6, f"exit {late.code}\nstdout: {late.stdout}\nstderr: {late.stderr}"
-    assert elapsed < 5, f"took {elapsed:.1f}s for a 1 s timeout"
     assert late.stdout.strip() == ""
     error = late.error
     assert error["code"] == "unavailable"
     assert str(agent + 50) in error["message"]
+    assert error["details"] == {"reached": agent, "wanted": agent + 50}
     # nothing was written, and the read model is still usable at the head
     assert ok(toolcat("effective", "agent:x"))["position"] == agent
 

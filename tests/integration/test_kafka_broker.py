@@ -18,29 +18,26 @@ import pytest
 
 from domain.errors import Unavailable
 from infra import kafka_clients
-from infra.broker import DevBroker, free_port
+from infra.dev.broker import DevBroker, free_port
 from infra.relay import Relay, RelayState
 from infra.settings import Settings
 from infra.wiring import open_catalog
-from tests.conftest import TOOLCAT
-from tests.integration.test_kafka_support import (
+from tests.integration.kafka_support import (
+    on_both_kafka_clients,
     assert_each_position_once,
-    clean_environ,
     envelope_positions,
-    error_of,
     events_on_topic,
     lines_before,
-    ok,
     popen_toolcat,
     port_open,
     read_model_facts,
-    run_in_process,
     stop_process,
     store_fingerprint,
     store_head,
     toolcat,
     wait_for,
 )
+from tests.support import TOOLCAT, clean_environ, error_of, ok, run_in_process
 
 BEFORE_SUBJECTS, SUBJECTS_ON = lines_before(("unit", "create"))
 
@@ -88,6 +85,7 @@ def state_file(settings: Settings) -> Path:
 
 # -- 2. the broker stops mid-relay and comes back empty ----------------------------------------------
 
+@on_both_kafka_clients
 def test_a_stopped_broker_stops_the_relay_and_a_lost_topic_is_detected_then_replayed(
         settings: Settings, broker: Broker, tmp_path: Path) -> None:
     home = settings.home
@@ -170,6 +168,7 @@ def test_a_stopped_broker_stops_the_relay_and_a_lost_topic_is_detected_then_repl
     assert (head, facts["fingerprint"]) == store_built
 
 
+@on_both_kafka_clients
 def test_a_following_relay_waits_for_the_broker_and_resumes_by_itself(
         settings: Settings, broker: Broker, tmp_path: Path) -> None:
     home = settings.home

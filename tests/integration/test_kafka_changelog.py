@@ -10,14 +10,8 @@ from typing import Any
 
 from consumers.watch import diff
 from infra.settings import Settings
-from tests.integration.test_kafka_support import (
-    lines_before,
-    ok,
-    read_topic,
-    run_in_process,
-    store_head,
-    toolcat,
-)
+from tests.integration.kafka_support import lines_before, on_both_kafka_clients, read_topic, store_head, toolcat
+from tests.support import ok, run_in_process
 
 BEFORE_REVOKE, FROM_REVOKE = lines_before(("grant", "revoke"))
 REVOKE = FROM_REVOKE[0]
@@ -42,6 +36,7 @@ def outbox(home: Path) -> list[Any]:
         con.close()
 
 
+@on_both_kafka_clients
 def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_settings: Settings) -> None:
     home = kafka_settings.home
     assert REVOKE[:2] == ["grant", "revoke"] and SUBJECT.startswith("agent:")

@@ -12,25 +12,22 @@ import pytest
 
 from infra.relay import RelayState
 from infra.settings import Settings
-from tests.conftest import Run
-from tests.integration.test_kafka_support import (
-    SCRIPT,
+from tests.integration.kafka_support import (
+    on_both_kafka_clients,
     assert_each_position_once,
     envelope_positions,
-    error_of,
     events_on_topic,
-    ok,
     popen_toolcat,
     read_model_facts,
     relay,
     relay_all,
-    run_in_process,
     stop_process,
     store_fingerprint,
     store_head,
     toolcat,
     wait_for,
 )
+from tests.support import SCRIPT, Run, error_of, ok, run_in_process
 
 
 @pytest.fixture
@@ -49,6 +46,7 @@ def project_from_kafka(settings: Settings, home: Path) -> dict:
 
 # -- 1. the same read model by either road -----------------------------------------------------------
 
+@on_both_kafka_clients
 def test_a_read_model_fed_by_kafka_alone_equals_the_one_fed_by_the_store(
         story: int, kafka_settings: Settings, tmp_path: Path) -> None:
     home = kafka_settings.home

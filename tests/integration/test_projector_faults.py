@@ -12,7 +12,7 @@ from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catalog_part import CatalogPart
 from projections.catchup import catch_up
-from projections.envelope import GENESIS_HASH, seal_all
+from projections.envelope import GENESIS_HASH, chain_all
 from projections.projector import Projector, read_tracking
 from tests.integration.helpers import (
     TABLES,
@@ -71,7 +71,7 @@ def test_catching_up_twice_changes_nothing(written: Any, sqlite_read_model: Any)
 
 
 def test_applying_the_same_envelopes_again_changes_nothing(written: Any, sqlite_read_model: Any) -> None:
-    envelopes = seal_all(stored_records(written), 0, GENESIS_HASH)
+    envelopes = chain_all(stored_records(written), 0, GENESIS_HASH)
     projector = Projector(sqlite_read_model)
     applied = projector.apply(envelopes)
     before, tracking_before = snapshot(sqlite_read_model), tracking_row(sqlite_read_model)
@@ -87,7 +87,7 @@ def test_applying_the_same_envelopes_again_changes_nothing(written: Any, sqlite_
 
 def test_an_overlapping_batch_applies_only_its_new_events(written: Any, sqlite_read_model: Any,
                                                           sqlite_settings: Settings, tmp_path: Path) -> None:
-    envelopes = seal_all(stored_records(written), 0, GENESIS_HASH)
+    envelopes = chain_all(stored_records(written), 0, GENESIS_HASH)
     projector = Projector(sqlite_read_model)
     projector.apply(envelopes[:10])
 
@@ -209,12 +209,12 @@ def test_a_batch_that_fails_is_rolled_back_and_a_retry_by_the_same_projector_com
 def test_a_gap_in_the_stream_stops_the_projector(written: Any, sqlite_read_model: Any) -> None:
     stored = stored_records(written)
     projector = Projector(sqlite_read_model)
-    projector.apply(seal_all(stored[:3], 0, GENESIS_HASH))
+    projector.apply(chain_all(stored[:3], 0, GENESIS_HASH))
     before, tracking_before = snapshot(sqlite_read_model), tracking_row(sqlite_read_model)
     at = stored[2].position
 
     # events after a missing one: the batch starts after position stored[3], not after `at`
-    later = seal_all(stored[4:], stored[3].position, "f" * 64)
+    later = chain_all(stored[4:], stored[3].position, "f" * 64)
     with pytest.raises(IntegrityFailure) as raised:
         projector.apply(later)
 
@@ -233,11 +233,11 @@ def test_a_tampered_envelope_is_rejected_and_nothing_is_written(written: Any, sq
                                                                 index: int) -> None:
     stored = stored_records(written)
     projector = Projector(sqlite_read_model)
-    projector.apply(seal_all(stored[:3], 0, GENESIS_HASH))
+    projector.apply(chain_all(stored[:3], 0, GENESIS_HASH))
     tracking = projector.tracking()
     before, tracking_before = snapshot(sqlite_read_model), tracking_row(sqlite_read_model)
 
-    envelopes = seal_all(stored[3:12], tracking.position, tracking.hash)
+    envelopes = chain_all(stored[3:12], tracking.position, tracking.hash)
     victim = envelopes[index]
     forged = victim.model_copy(update={"data": {**victim.data, "forged": True}})  # hash kept
     assert forged.hash == victim.hash

@@ -13,8 +13,8 @@ import pytest
 from infra.settings import Settings
 from projections.fingerprint import fingerprint
 from projections.projector import read_tracking
-from tests.integration.helpers import ok
-from tests.conftest import Run, kafka_env
+from tests.integration.kafka_support import kafka_env
+from tests.support import Run, ok
 
 
 def replayed(run: Run) -> dict[str, Any]:

@@ -4,13 +4,8 @@ In-memory store only (no I/O).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
 
-from domain.base import Meta
 from domain.catalog import Catalog
 from domain.errors import (
     AliasConflict,
@@ -24,35 +19,15 @@ from domain.errors import (
     UnknownTool,
 )
 from domain.naming import preset
-from domain.values import ToolSpec
-
-META = Meta(actor="tester")
-
-
-def spec(source: str = "builtin", group: str = "memory", **fields: Any) -> ToolSpec:
-    return ToolSpec(source=source, group=group, tier="default", visibility="public", **fields)
-
-
-def types(result: Any) -> list[str]:
-    return [event.type for event in result.events]
-
-
-@contextmanager
-def rejected(catalog: Catalog, error: type[Exception], code: str) -> Iterator[Any]:
-    """The command raises `error` with `code`, and nothing at all is written."""
-    before = catalog.recorder.max_notification_id()
-    with pytest.raises(error) as info:
-        yield info
-    assert info.value.code == code
-    assert catalog.recorder.max_notification_id() == before
+from tests.unit.conftest import META, new_catalog, rejected, spec, types
 
 
 @pytest.fixture
 def catalog() -> Catalog:
     """Given a catalog with two tools, memory.seed and memory.plant."""
-    app = Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    app.register_tool("memory.seed", spec(), META)
-    app.register_tool("memory.plant", spec(), META)
+    app = new_catalog()
+    app.register_tool("memory.seed", spec(group="memory"), META)
+    app.register_tool("memory.plant", spec(group="memory"), META)
     return app
 
 
@@ -304,7 +279,7 @@ def test_given_tool_when_renamed_against_naming_policy_then_rejected(catalog, ne
 
 
 def test_given_spring_voyage_policy_when_renamed_to_hyphenated_id_then_invalid_id():
-    app = Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = new_catalog()
     app.init(preset("spring-voyage"), META)
     app.register_tool("web_tools.fetch", spec(source="connector", group="extension"), META)
 

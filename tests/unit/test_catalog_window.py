@@ -6,13 +6,10 @@ In-memory store only (no I/O).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from domain.base import Meta
 from domain.catalog import Catalog
 from domain.errors import (
     AliasConflict,
@@ -26,30 +23,11 @@ from domain.errors import (
     UsageError,
     WindowOpen,
 )
-from domain.semver import InvalidVersion
-from domain.values import ToolSpec
+from domain.versions import InvalidVersion
 from domain.window import MILESTONES, InvalidMilestone
+from tests.unit.conftest import META, new_catalog, rejected, spec, types
 
-META = Meta(actor="tester")
 ALIAS = "mcp.memory.seed"
-
-
-def spec(source: str = "builtin", group: str = "memory", **fields: Any) -> ToolSpec:
-    return ToolSpec(source=source, group=group, tier="default", visibility="public", **fields)
-
-
-def types(result: Any) -> list[str]:
-    return [event.type for event in result.events]
-
-
-@contextmanager
-def rejected(catalog: Catalog, error: type[Exception], code: str) -> Iterator[Any]:
-    """The command raises `error` with `code`, and nothing at all is written."""
-    before = catalog.recorder.max_notification_id()
-    with pytest.raises(error) as info:
-        yield info
-    assert info.value.code == code
-    assert catalog.recorder.max_notification_id() == before
 
 
 def record_milestones(catalog: Catalog, release: str, names: tuple[str, ...] = MILESTONES,
@@ -66,9 +44,9 @@ def confirm_steps(catalog: Catalog, *steps: int, alias: str = ALIAS) -> None:
 @pytest.fixture
 def catalog() -> Catalog:
     """Given 1.0.0 published, memory.seed registered after it, mcp.memory.seed deprecated, 1.1.0 published."""
-    app = Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = new_catalog()
     app.publish_release("1.0.0", META)
-    app.register_tool("memory.seed", spec(), META)
+    app.register_tool("memory.seed", spec(group="memory"), META)
     app.add_alias("memory.seed", ALIAS, False, META)
     app.deprecate_alias(ALIAS, META)
     app.publish_release("1.1.0", META)
@@ -145,8 +123,8 @@ def test_given_alias_only_emission_in_1_2_when_retiring_in_1_2_then_window_open(
 
 
 def test_given_canonical_introduced_in_1_1_when_retiring_old_id_in_1_1_then_window_open():
-    app = Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    app.register_tool("memory.seed", spec(), META)
+    app = new_catalog()
+    app.register_tool("memory.seed", spec(group="memory"), META)
     app.publish_release("1.0.0", META)
     app.rename_tool("memory.seed", "memory.seedling", META)  # memory.seedling ships in 1.1.0
     record_milestones(app, "1.0.0", alias="memory.seed")
@@ -243,7 +221,8 @@ def test_given_milestone_recorded_when_recording_it_again_then_duplicate_milesto
 def test_given_deprecated_alias_when_recording_milestone_in_unpublished_release_then_unknown_release(catalog):
     with rejected(catalog, UnknownRelease, "unknown_release") as info:
         catalog.record_milestone(ALIAS, "docs_shipped", "1.2.0", None, META)
-    assert info.value.details["release"] == "1.2.0"
+    assert info.value.details == {"release": "1.2.0", "published": ["1.0.0", "1.1.0"]}
+    assert info.value.message == "release 1.2.0 has not been published yet"  # the interface says how to publish
 
 
 def test_given_window_closed_when_retiring_in_unpublished_release_then_unknown_release(catalog):
@@ -288,7 +267,7 @@ def test_given_retired_alias_when_registering_its_id_then_alias_conflict_tombsto
 
 
 def test_given_retired_alias_when_adding_it_as_alias_of_another_tool_then_alias_conflict(retired):
-    retired.register_tool("memory.plant", spec(), META)
+    retired.register_tool("memory.plant", spec(group="memory"), META)
 
     with rejected(retired, AliasConflict, "alias_conflict"):
         retired.add_alias("memory.plant", ALIAS, False, META)
@@ -302,8 +281,8 @@ def test_given_retired_alias_when_renaming_another_tool_to_it_then_alias_conflic
 
 
 def test_given_retired_old_id_when_tool_renamed_back_to_it_then_alias_conflict_not_promoted():
-    app = Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    app.register_tool("memory.seed", spec(), META)
+    app = new_catalog()
+    app.register_tool("memory.seed", spec(group="memory"), META)
     app.publish_release("1.0.0", META)
     app.rename_tool("memory.seed", "memory.seedling", META)
     app.publish_release("1.1.0", META)
@@ -327,7 +306,7 @@ def test_given_retired_alias_when_resolving_it_as_canonical_then_unknown_tool_po
 
 
 def test_given_no_release_when_publishing_then_train_started_and_release_published():
-    app = Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = new_catalog()
 
     result = app.publish_release("1.0.0", META)
 

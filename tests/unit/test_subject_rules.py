@@ -1,74 +1,32 @@
-"""Rules of subjects, connectors and grants as stories: given these commands, when this command, then
+"""Rules of subjects, connectors, allowlists and images as stories: given these commands, when this command, then
 these events or this rejection (with its stable code, and nothing written).
 
-Everything runs on eventsourcing's in-memory store (no I/O).
+Everything runs on eventsourcing's in-memory store (no I/O). Explicit grants are in test_grant_rules.py.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
 
-from domain.base import Meta
 from domain.catalog import Catalog
 from domain.errors import (
     AlreadyBound,
-    CatalogRuleError,
     DuplicateConnector,
-    DuplicateGrant,
     DuplicateSubject,
     InvalidName,
     InvalidPattern,
     NotBound,
-    RetiredAlias,
     UnknownConnector,
-    UnknownGrant,
     UnknownSubject,
     UnknownTool,
+    UsageError,
 )
 from domain.naming import preset
-from domain.values import ToolSpec
-
-META = Meta(actor="tester")
-
-
-def new_catalog() -> Catalog:
-    return Catalog(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-
-
-def spec(source: str = "builtin", group: str = "core", **fields: Any) -> ToolSpec:
-    return ToolSpec(source=source, group=group, tier="default", visibility="public", **fields)
-
-
-def types(result: Any) -> list[str]:
-    return [event.type for event in result.events]
-
-
-@contextmanager
-def rejected(catalog: Catalog, error: type[CatalogRuleError], code: str) -> Iterator[Any]:
-    """The command raises `error` with `code` (exit 3), and nothing at all is written."""
-    before = catalog.recorder.max_notification_id()
-    with pytest.raises(error) as info:
-        yield info
-    assert info.value.code == code
-    assert info.value.exit_code == 3
-    assert catalog.recorder.max_notification_id() == before
-
+from domain.subjects import parse_effective_at
+from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
 
 @pytest.fixture
 def catalog() -> Catalog:
-    """A Spring-Voyage catalog with unit `org` > `research`, agent `scout` in research, tool `web.search`
-    and connector `arxiv` (arxiv.search, arxiv.fetch)."""
-    app = new_catalog()
-    app.init(preset("spring-voyage"), META)
-    app.create_unit("org", None, META)
-    app.create_unit("research", "org", META)
-    app.create_agent("scout", "research", "stateful", META)
-    app.register_tool("web.search", spec(), META)
-    app.register_connector("arxiv", None, ["arxiv.search", "arxiv.fetch"], META)
-    return app
+    return spring_voyage_story()
 
 
 # --- units and agents ---------------------------------------------------------------------------------
@@ -96,6 +54,7 @@ def test_given_no_such_unit_when_an_agent_is_created_in_it_then_unknown_subject(
     with rejected(catalog, UnknownSubject, "unknown_subject") as info:
         catalog.create_agent("rover", "nowhere", "stateful", META)
     assert info.value.details == {"subject": "unit:nowhere"}
+    assert info.value.message == "no unit 'nowhere'"  # the interface says how to create it
 
 
 def test_given_no_such_parent_when_a_unit_is_created_under_it_then_unknown_subject(catalog: Catalog) -> None:
@@ -111,7 +70,8 @@ def test_an_agent_is_not_a_parent_unit(catalog: Catalog) -> None:
         catalog.create_agent("rover", "scout", "stateful", META)
 
 
-@pytest.mark.parametrize("name", ["Org", "with space", "-lead", ".dot", "", "a" * 129, "under/slash", "ünit"])
+@pytest.mark.parametrize("name", ["Org", "with space", "-lead", ".dot", "", "a" * 129, "under/slash", "ünit",
+                                  "null", "read.", "a..b", "\u202egro", "ops\n"])
 def test_given_a_bad_name_when_a_subject_or_connector_is_created_then_invalid_name(catalog: Catalog,
                                                                                     name: str) -> None:
     with rejected(catalog, InvalidName, "invalid_name"):
@@ -241,133 +201,6 @@ def test_when_bound_unbound_and_rebound_then_each_writes_one_unit_event(catalog:
         ("Unit.ConnectorBound", "org", "arxiv")]
 
 
-# --- grants -------------------------------------------------------------------------------------------------
-
-
-def test_when_the_first_grant_is_added_then_the_grants_are_opened_and_added_in_one_batch(catalog: Catalog) -> None:
-    first = catalog.add_grant("agent:scout", "web.search", META)
-    second = catalog.add_grant("agent:scout", "arxiv.*", META)
-    revoke = catalog.revoke_grant("agent:scout", "arxiv.*", META)
-
-    assert types(first) == ["Grants.Opened", "Grants.Added"]
-    assert types(second) == ["Grants.Added"]
-    assert types(revoke) == ["Grants.Revoked"]
-    added = catalog.history(after=first.position - 1, limit=1)[0]
-    assert added.state["subject"] == "agent:scout"
-    assert added.state["target"] == "web.search"
-    assert added.state["tool_key"] == str(catalog.canonical_tool("web.search").id)
-    pattern = catalog.history(after=second.position - 1, limit=1)[0]
-    assert (pattern.state["target"], pattern.state["tool_key"]) == ("arxiv.*", None)
-
-
-def test_given_a_grant_when_added_again_then_duplicate_grant(catalog: Catalog) -> None:
-    catalog.add_grant("unit:org", "web.search", META)
-    catalog.add_grant("unit:org", "arxiv.*", META)
-    with rejected(catalog, DuplicateGrant, "duplicate_grant"):
-        catalog.add_grant("unit:org", "web.search", META)
-    with rejected(catalog, DuplicateGrant, "duplicate_grant"):
-        catalog.add_grant("unit:org", "arxiv.*", META)
-    # the same tool on another subject is another grant
-    assert types(catalog.add_grant("unit:research", "web.search", META)) == ["Grants.Opened", "Grants.Added"]
-
-
-def test_given_a_grant_when_the_same_tool_is_granted_through_an_alias_then_duplicate_grant(
-        catalog: Catalog) -> None:
-    catalog.add_alias("web.search", "web_search", False, META)
-    catalog.add_grant("agent:scout", "web.search", META)
-    with rejected(catalog, DuplicateGrant, "duplicate_grant"):
-        catalog.add_grant("agent:scout", "web_search", META)
-
-
-def test_given_no_such_grant_when_revoked_then_unknown_grant(catalog: Catalog) -> None:
-    with rejected(catalog, UnknownGrant, "unknown_grant"):
-        catalog.revoke_grant("agent:scout", "web.search", META)
-    catalog.add_grant("agent:scout", "web.search", META)
-    with rejected(catalog, UnknownGrant, "unknown_grant") as info:
-        catalog.revoke_grant("agent:scout", "arxiv.search", META)
-    assert info.value.details["grants"] == ["web.search"]
-    with rejected(catalog, UnknownGrant, "unknown_grant"):
-        catalog.revoke_grant("agent:scout", "web.*", META)  # the tool was granted, not its namespace
-    with rejected(catalog, UnknownGrant, "unknown_grant"):
-        catalog.revoke_grant("agent:scout", "no.such", META)
-    catalog.revoke_grant("agent:scout", "web.search", META)
-    with rejected(catalog, UnknownGrant, "unknown_grant"):
-        catalog.revoke_grant("agent:scout", "web.search", META)
-
-
-def test_given_a_grant_when_revoked_through_an_alias_then_the_grant_is_revoked(catalog: Catalog) -> None:
-    catalog.add_grant("agent:scout", "web.search", META)
-    catalog.rename_tool("web.search", "web.find", META)
-
-    result = catalog.revoke_grant("agent:scout", "web.search", META)
-
-    assert types(result) == ["Grants.Revoked"]
-    assert catalog.history(after=result.position - 1, limit=1)[0].state["target"] == "web.search"
-
-
-@pytest.mark.parametrize("subject", ["unit:nowhere", "agent:nobody", "unit:scout", "agent:org"])
-def test_given_an_unknown_subject_when_granted_or_revoked_then_unknown_subject(catalog: Catalog,
-                                                                              subject: str) -> None:
-    with rejected(catalog, UnknownSubject, "unknown_subject"):
-        catalog.add_grant(subject, "web.search", META)
-    with rejected(catalog, UnknownSubject, "unknown_subject"):
-        catalog.revoke_grant(subject, "web.search", META)
-
-
-@pytest.mark.parametrize("pattern", ["*", "arxiv*", "Arxiv.*", "arxiv.**", ".*", "arxiv..*", "ar xiv.*",
-                                     "arxiv.s*"])
-def test_given_a_bad_namespace_pattern_when_granted_then_invalid_pattern(catalog: Catalog, pattern: str) -> None:
-    with rejected(catalog, InvalidPattern, "invalid_pattern"):
-        catalog.add_grant("unit:org", pattern, META)
-
-
-@pytest.mark.parametrize("pattern", ["arxiv.*", "sv.*", "acme.notes.*", "not-yet.*"])
-def test_given_a_namespace_pattern_when_granted_then_it_need_not_name_any_tool_yet(catalog: Catalog,
-                                                                                  pattern: str) -> None:
-    assert types(catalog.add_grant("unit:org", pattern, META))[-1] == "Grants.Added"
-
-
-def test_given_an_unknown_tool_when_granted_then_unknown_tool(catalog: Catalog) -> None:
-    with rejected(catalog, UnknownTool, "unknown_tool"):
-        catalog.add_grant("unit:org", "no.such", META)
-
-
-@pytest.fixture
-def retired(catalog: Catalog) -> Catalog:
-    """`web_fetch` is a retired alias of `web.fetch` (the deprecation window walked in full)."""
-    catalog.publish_release("1.0.0", META)
-    catalog.register_tool("web.fetch", spec(), META)
-    catalog.add_alias("web.fetch", "web_fetch", False, META)
-    catalog.deprecate_alias("web_fetch", META)
-    catalog.publish_release("1.1.0", META)
-    for milestone in ("canonical_shipped", "docs_shipped", "data_rewrite_shipped"):
-        catalog.record_milestone("web_fetch", milestone, "1.1.0", "done", META)
-    catalog.publish_release("1.2.0", META)
-    catalog.record_milestone("web_fetch", "alias_only_emission", "1.2.0", "done", META)
-    catalog.record_step("web_fetch", 1, "documented", META)
-    catalog.record_step("web_fetch", 2, "migrated", META)
-    catalog.publish_release("1.3.0", META)
-    catalog.retire_alias("web_fetch", "1.3.0", META)
-    return catalog
-
-
-def test_given_a_retired_alias_when_granted_then_retired_alias(retired: Catalog) -> None:
-    with rejected(retired, RetiredAlias, "retired_alias") as info:
-        retired.add_grant("unit:org", "web_fetch", META)
-    assert info.value.details["canonical_id"] == "web.fetch"
-
-
-def test_given_a_retired_alias_when_allowlisted_then_retired_alias(retired: Catalog) -> None:
-    with rejected(retired, RetiredAlias, "retired_alias"):
-        retired.set_allowlist("scout", ["web.search", "web_fetch"], META)
-
-
-def test_given_a_live_alias_when_granted_then_the_grant_names_the_canonical_id(catalog: Catalog) -> None:
-    catalog.add_alias("web.search", "web_search", False, META)
-    result = catalog.add_grant("agent:scout", "web_search", META)
-    assert catalog.history(after=result.position - 1, limit=1)[0].state["target"] == "web.search"
-
-
 # --- allowlists and images ------------------------------------------------------------------------------------
 
 
@@ -415,3 +248,48 @@ def test_when_an_image_is_declared_then_new_image_tools_are_registered_with_it(c
 def test_given_an_unknown_agent_when_an_image_is_declared_then_unknown_subject(catalog: Catalog) -> None:
     with rejected(catalog, UnknownSubject, "unknown_subject"):
         catalog.declare_image("nobody", "registry/x:1", ["img.alpha"], META)
+
+
+# --- usage errors, in the domain's words (the interface adds its command and flag hints) -----------------
+
+
+def test_given_no_patterns_when_allowlisted_then_usage_error_naming_the_agent(catalog: Catalog) -> None:
+    with rejected(catalog, UsageError, "usage") as info:
+        catalog.set_allowlist("scout", [], META)
+    assert info.value.details == {"agent": "scout"}
+    assert info.value.message == ("an allowlist holds at least one pattern; to allow every tool, clear the "
+                                  "allowlist instead")
+
+
+def test_given_no_tools_when_a_connector_is_registered_then_usage_error_naming_the_connector(
+        catalog: Catalog) -> None:
+    with rejected(catalog, UsageError, "usage") as info:
+        catalog.register_connector("gh", "github", [], META)
+    assert info.value.details == {"connector": "gh"}
+    assert info.value.message == "a connector declares at least one tool"
+
+
+def test_given_a_blank_image_reference_when_declared_then_usage_error_naming_the_agent(catalog: Catalog) -> None:
+    with rejected(catalog, UsageError, "usage") as info:
+        catalog.declare_image("scout", "  ", ["img.alpha"], META)
+    assert info.value.details == {"agent": "scout"}
+    assert info.value.message == "an image declaration names the image reference"
+
+
+def test_given_a_time_that_is_not_iso_8601_when_a_change_takes_effect_then_usage_error(catalog: Catalog) -> None:
+    with rejected(catalog, UsageError, "usage") as info:
+        catalog.add_grant("agent:scout", "web.search", META, "next tuesday")
+    assert info.value.details == {"effective_at": "next tuesday"}
+    assert info.value.message.startswith("the time a change takes effect, 'next tuesday', is not an ISO 8601")
+    with rejected(catalog, UsageError, "usage"):
+        catalog.bind_connector("arxiv", "org", META, "2026-13-01")
+
+
+@pytest.mark.parametrize(("given", "stored"), [
+    (None, None),
+    ("2026-03-01T10:00:00+01:00", "2026-03-01T09:00:00.000000+00:00"),
+    ("2026-03-01T09:00:00Z", "2026-03-01T09:00:00.000000+00:00"),
+    ("2026-03-01T09:00:00", "2026-03-01T09:00:00.000000+00:00"),  # no offset: UTC
+])
+def test_effective_at_is_stored_in_utc_with_microseconds(given: str | None, stored: str | None) -> None:
+    assert parse_effective_at(given) == stored

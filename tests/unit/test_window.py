@@ -11,7 +11,7 @@ from domain.errors import (
     UsageError,
     WindowOpen,
 )
-from domain.semver import InvalidVersion
+from domain.versions import InvalidVersion
 from domain.window import (
     MILESTONES,
     InvalidMilestone,

@@ -1,0 +1,67 @@
+"""The Kafka loop of `project --from kafka`: poll `toolcat.events`, apply each batch to the read model,
+publish the changed subjects to the changelog, dead-letter a bad message (and stop), and close the read
+model and the consumer whatever happens.
+
+It is given its clients and callables; building them from settings is infra's job.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from consumers.kafka_io import Consumer
+from consumers.streaming import StreamProjector
+from projections.projector import Projector, Tracking
+
+@dataclass
+class KafkaProjection:
+    consumer: Consumer  # either client library behind consumers.kafka_io, no group subscription
+    topic: str
+    dead_letter: Callable[[Any, str], None]  # (message, reason): sends a bad message to the dead-letter topic
+    publish_changes: Callable[[duckdb.DuckDBPyConnection], int]  # the changelog of the subjects a batch changed
+    # Opens the read model for writing; None when stopped while waiting for it.
+    open_read_model: Callable[[], duckdb.DuckDBPyConnection | None]
+    should_stop: Callable[[], bool]
+    progress: Callable[[Tracking], None] | None = None
+
+    def run(self, follow: bool, idle_seconds: float) -> Tracking:
+        """Project until stopped (`follow`) or until the topic was quiet for `idle_seconds`. While the
+        topic is quiet a follower closes the read model, so readers are never locked out for long."""
+        stream = StreamProjector(self.consumer, self.topic, self.dead_letter)
+        con = None
+        try:
+            con = self.open_read_model()
+            if con is None:
+                return Tracking(0, "", 0)
+            stream.assign(con)
+            tracking, idle_since = Projector(con).tracking(), time.monotonic()
+            while not self.should_stop():
+                messages = stream.poll()
+                if not messages:
+                    if not follow and time.monotonic() - idle_since > idle_seconds:
+                        break
+                    if follow and con is not None:
+                        con.close()
+                        con = None
+                    continue
+                idle_since = time.monotonic()
+                con = con or self.open_read_model()
+                if con is None:
+                    break
+                tracking = self._apply(stream, con, messages)
+        finally:
+            if con is not None:
+                con.close()
+            self.consumer.close()
+        return tracking
+
+    def _apply(self, stream: StreamProjector, con: duckdb.DuckDBPyConnection, messages: list[Any]) -> Tracking:
+        tracking = stream.apply(Projector(con), messages)
+        self.publish_changes(con)
+        if self.progress:
+            self.progress(tracking)
+        return tracking

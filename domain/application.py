@@ -1,0 +1,140 @@
+"""The typed base of the Catalog application: aggregates read by key, each command written as one
+atomic batch (at most once per idempotency key), and the stored history read in order.
+
+Every use-case class (tools, subjects, the catalog-wide ones) builds on `CatalogApplication`."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import RecordConflictError
+from pydantic import BaseModel
+
+from domain.base import Meta
+from domain.errors import Conflict, IdempotencyKeyReused
+from domain.history import HistoryRecord, read_history
+from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
+from domain.name import NameClaim, name_key
+from domain.naming import NamingPolicy, preset
+from domain.policy import POLICY_KEY, CatalogPolicy
+from domain.release import RELEASES_KEY, ReleaseTrain
+from domain.tool import Tool
+
+DEFAULT_POLICY = "tyrum"
+
+A = TypeVar("A", bound=Aggregate)
+
+
+class EventRef(BaseModel):
+    position: int
+    type: str
+
+
+class WriteResult(BaseModel):
+    """What a write answers. `replayed_key` is set when an idempotency key was already used for
+    this very command: nothing was written, and the caller answers with the first run's events."""
+
+    position: int | None
+    events: list[EventRef]
+    replayed_key: str | None = None
+
+
+class Batch:
+    """The aggregates one command changes, saved together atomically."""
+
+    def __init__(self, app: CatalogApplication, meta: Meta) -> None:
+        self.app = app
+        self.meta = meta
+        self.aggregates: list[Aggregate] = []
+        self._policy: NamingPolicy | None = None
+        self.default_policy: CatalogPolicy | None = None
+
+    def add(self, *aggregates: Aggregate) -> None:
+        for aggregate in aggregates:
+            if aggregate not in self.aggregates:
+                self.aggregates.append(aggregate)
+
+    @property
+    def policy(self) -> NamingPolicy:
+        """The policy in force; an uninitialised catalog records the default in this batch."""
+        if self._policy is None:
+            stored = self.app.get_or_none(POLICY_KEY, CatalogPolicy)
+            if stored is None:
+                stored = self.default_policy = CatalogPolicy.record(preset(DEFAULT_POLICY), self.meta)
+                self.aggregates.insert(0, stored)
+            self._policy = stored.policy
+        return self._policy
+
+    def releases(self) -> ReleaseTrain:
+        """The release train; a catalog that never published gets a new one, saved only if added."""
+        train = self.app.get_or_none(RELEASES_KEY, ReleaseTrain)
+        return ReleaseTrain.start(self.meta) if train is None else train
+
+    def changes_anything(self) -> bool:
+        """Whether the command changed the catalog (a default policy recorded on the way does not count)."""
+        return any(a.pending_events for a in self.aggregates if a is not self.default_policy)
+
+
+class CatalogApplication(Application[uuid.UUID]):
+    """The event store, the aggregates read from it, the one way of writing to it, and its history."""
+
+    # -- reading aggregates -------------------------------------------------------------------
+    def get_or_none(self, key: uuid.UUID, kind: type[A]) -> A | None:
+        """The aggregate at `key`; natural keys carry their kind, so it is a `kind` when it exists."""
+        try:
+            return cast(A, self.repository.get(key))
+        except AggregateNotFoundError:
+            return None
+
+    def owner_of(self, tool_id: str) -> Tool | None:
+        """The tool that owns `tool_id` as canonical ID or alias (retired ones included)."""
+        claim = self.get_or_none(name_key(tool_id), NameClaim)
+        return None if claim is None else cast(Tool, self.repository.get(claim.tool_key))
+
+    def policy(self) -> NamingPolicy:
+        stored = self.get_or_none(POLICY_KEY, CatalogPolicy)
+        return preset(DEFAULT_POLICY) if stored is None else stored.policy
+
+    # -- writing --------------------------------------------------------------------------------
+    def execute(self, command: str, args: dict[str, Any], meta: Meta,
+                build: Callable[[Batch], None]) -> WriteResult:
+        """Run one command: check the idempotency key, build the changes, save them atomically."""
+        key = meta.idempotency_key
+        digest = command_digest(command, args)
+        if key and self._already_done(key, digest):
+            return WriteResult(position=None, events=[], replayed_key=key)
+        batch = Batch(self, meta)
+        if command != "init":
+            batch.policy  # noqa: B018 - a catalog's first write records the default policy, first
+        build(batch)
+        if not batch.changes_anything():
+            return WriteResult(position=self.recorder.max_notification_id() or 0, events=[])
+        if key:
+            batch.aggregates.insert(0, IdempotencyKey.use(key, command, digest, meta))
+        try:
+            recordings = self.save(*batch.aggregates)
+        except RecordConflictError as error:
+            if key and self._already_done(key, digest):
+                return WriteResult(position=None, events=[], replayed_key=key)
+            raise Conflict("another writer changed the catalog at the same time; nothing was written, "
+                           "run the command again", command=command) from error
+        events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
+        return WriteResult(position=max((e.position for e in events), default=None), events=events)
+
+    def _already_done(self, key: str, digest: str) -> bool:
+        used = self.get_or_none(idempotency_key_id(key), IdempotencyKey)
+        if used is None:
+            return False
+        if used.digest != digest:
+            raise IdempotencyKeyReused(
+                f"idempotency key '{key}' was already used for another command ({used.command})",
+                idempotency_key=key, first_command=used.command)
+        return True
+
+    # -- the history feed -------------------------------------------------------------------------
+    def history(self, after: int, limit: int, topics: tuple[str, ...] = ()) -> list[HistoryRecord]:
+        """Up to `limit` stored events after position `after`, in order (only `topics`, when given)."""
+        return read_history(self.recorder, self.mapper.transcoder, after, limit, topics)

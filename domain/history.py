@@ -1,0 +1,34 @@
+"""The stored history as the store holds it: the feed the relay, the projector and the auditor read."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.persistence import ApplicationRecorder, Transcoder
+
+from domain.errors import IntegrityFailure
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRecord:
+    """One stored event as the store holds it (its original class version, not upcast)."""
+
+    position: int
+    originator_id: str
+    originator_version: int
+    topic: str
+    state: dict[str, Any]
+
+
+def read_history(recorder: ApplicationRecorder, transcoder: Transcoder, after: int, limit: int,
+                 topics: tuple[str, ...] = ()) -> list[HistoryRecord]:
+    """Stored events after a position, in order; an event that no longer decodes is an integrity failure."""
+    records = []
+    for n in recorder.select_notifications(start=after + 1, limit=limit, topics=topics):
+        try:
+            state = transcoder.decode(n.state)
+        except Exception as error:  # any decoding failure means the stored bytes were altered
+            raise IntegrityFailure(f"the stored event at position {n.id} no longer decodes: {error}",
+                                   position=n.id) from error
+        records.append(HistoryRecord(n.id, str(n.originator_id), n.originator_version, n.topic, state))
+    return records

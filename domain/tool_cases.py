@@ -1,0 +1,124 @@
+"""Use cases of tools and their aliases: register, rename, alias, deprecate, the window, retire."""
+from __future__ import annotations
+
+from domain.application import Batch, CatalogApplication, WriteResult
+from domain.base import Meta
+from domain.errors import AliasConflict, DuplicateTool, NotAnAlias, UnknownTool
+from domain.grammar import check_spec, check_text
+from domain.name import NameClaim
+from domain.schema_check import schema_problems
+from domain.tool import Tool
+from domain.values import ToolSpec
+
+
+class ToolUseCases(CatalogApplication):
+    # -- lookups that reject ----------------------------------------------------------------------
+    def canonical_tool(self, tool_id: str) -> Tool:
+        tool = self.owner_of(tool_id)
+        if tool is None:
+            raise UnknownTool(f"no tool '{tool_id}' in the catalog", tool_id=tool_id)
+        if tool.tool_id != tool_id:
+            raise UnknownTool(f"'{tool_id}' is not a canonical ID; it is an alias of '{tool.tool_id}'",
+                              tool_id=tool_id, canonical_id=tool.tool_id)
+        return tool
+
+    def alias_owner(self, alias: str) -> Tool:
+        tool = self.owner_of(alias)
+        if tool is None:
+            raise UnknownTool(f"no alias '{alias}' in the catalog", tool_id=alias)
+        if tool.tool_id == alias:
+            raise NotAnAlias(f"'{alias}' is a canonical ID, not an alias", tool_id=alias)
+        return tool
+
+    def _require_free(self, tool_id: str, as_what: str) -> None:
+        owner = self.owner_of(tool_id)
+        if owner is None:
+            return
+        if owner.tool_id == tool_id:
+            if as_what in ("a tool", "the new canonical ID"):
+                raise DuplicateTool(f"tool '{tool_id}' is already registered", tool_id=tool_id)
+            raise AliasConflict(f"'{tool_id}' is already the canonical ID of a tool and cannot be {as_what}",
+                                tool_id=tool_id, canonical_id=tool_id)
+        lifecycle = owner.aliases[tool_id].lifecycle
+        raise AliasConflict(
+            f"'{tool_id}' is already {'a retired (reserved)' if lifecycle == 'retired' else 'an'} alias of "
+            f"'{owner.tool_id}' and cannot be {as_what}",
+            tool_id=tool_id, canonical_id=owner.tool_id, lifecycle=lifecycle)
+
+    # -- tools ------------------------------------------------------------------------------------
+    def register_tool(self, tool_id: str, spec: ToolSpec, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            check_spec(spec)
+            batch.policy.check_tool_id(tool_id, spec.source)
+            self._require_free(tool_id, as_what="a tool")
+            checked = spec.with_family(tool_id).model_copy(
+                update={"schema_valid": spec.input_schema is None or not schema_problems(spec.input_schema)})
+            tool = Tool.register(tool_id, checked, batch.releases().latest, meta)
+            batch.add(tool, NameClaim.claim(tool_id, tool.id, meta))
+        return self.execute("tool.register", {"tool_id": tool_id, "spec": spec.model_dump(mode="json")},
+                            meta, build)
+
+    def rename_tool(self, old_id: str, new_id: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            tool = self.canonical_tool(old_id)
+            if new_id == old_id:
+                raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
+            batch.policy.check_tool_id(new_id, tool.spec.source)
+            owner = self.owner_of(new_id)
+            promoting_own_alias = (owner is not None and owner.id == tool.id
+                                   and tool.aliases.get(new_id) is not None
+                                   and tool.aliases[new_id].lifecycle != "retired")
+            if not promoting_own_alias:
+                self._require_free(new_id, as_what="the new canonical ID")
+            tool.rename(new_id, batch.releases().latest, meta)
+            batch.add(tool)
+            if not promoting_own_alias:
+                batch.add(NameClaim.claim(new_id, tool.id, meta))
+        return self.execute("tool.rename", {"old": old_id, "new": new_id}, meta, build)
+
+    # -- aliases and their removal path -------------------------------------------------------------
+    def add_alias(self, canonical_id: str, alias: str, shim: bool, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            tool = self.canonical_tool(canonical_id)
+            batch.policy.check_alias_id(alias, tool.spec.source)
+            self._require_free(alias, as_what="an alias")
+            tool.add_alias(alias, shim, meta)
+            batch.add(tool, NameClaim.claim(alias, tool.id, meta))
+        return self.execute("alias.add", {"canonical": canonical_id, "alias": alias, "shim": shim}, meta,
+                            build)
+
+    def deprecate_alias(self, alias: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            tool = self.alias_owner(alias)
+            tool.deprecate_alias(alias, meta)
+            batch.add(tool)
+        return self.execute("alias.deprecate", {"alias": alias}, meta, build)
+
+    def record_milestone(self, alias: str, milestone: str, release: str, evidence: str | None,
+                         meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            if evidence is not None:
+                check_text(evidence, "evidence")
+            tool = self.alias_owner(alias)
+            published = batch.releases().require(release)
+            tool.record_milestone(alias, milestone, published, evidence, meta)
+            batch.add(tool)
+        args = {"alias": alias, "milestone": milestone, "release": release, "evidence": evidence}
+        return self.execute("alias.milestone", args, meta, build)
+
+    def record_step(self, alias: str, step: int, evidence: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            check_text(evidence, "evidence")
+            tool = self.alias_owner(alias)
+            tool.record_step(alias, step, evidence, meta)
+            batch.add(tool)
+        return self.execute("alias.step", {"alias": alias, "step": step, "evidence": evidence}, meta, build)
+
+    def retire_alias(self, alias: str, release: str, meta: Meta) -> WriteResult:
+        def build(batch: Batch) -> None:
+            tool = self.alias_owner(alias)
+            train = batch.releases()
+            published = train.require(release)
+            tool.retire_alias(alias, published, train.first_after(tool.canonical_since), meta)
+            batch.add(tool)
+        return self.execute("alias.retire", {"alias": alias, "release": release}, meta, build)

@@ -1,0 +1,125 @@
+"""The `toolcat` command line (CONTRACT.md): one module per command group registers its commands;
+`run` answers a command with its `Reply`, `main` prints it and turns errors into exit codes."""
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import threading
+import traceback
+from types import ModuleType
+
+from domain.errors import ToolcatError, Unavailable
+from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
+                       subjects, tools)
+from infra.cli.output import Reply
+from infra.cli.registry import ArgumentsError, Commands, Parser
+from infra.context import Backend, Context
+from infra.settings import Settings, scrub
+
+# In the order `toolcat --help` lists them.
+COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
+                                           audit, pipelines, serve, dev)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    root = Parser(prog="toolcat", description="An event-sourced catalog of the tools AI agents may call.")
+    root.add_argument("--home", help="catalog home holding events.sqlite and catalog.duckdb "
+                                     "(default TOOLCAT_HOME, else ./.toolcat)")
+    root.add_argument("--json", action="store_true", help="answer with exactly one JSON document")
+    commands = Commands(root)
+    for module in COMMAND_MODULES:
+        module.register(commands)
+    return root
+
+
+def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    settings = base or Settings()
+    home = getattr(args, "home", None)
+    return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
+
+
+def _execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
+    ctx = Context(settings_for(args, settings), args, backend)
+    try:
+        # While a server owns this home's read model, reads are its to answer.
+        server = ctx.server if args.kind == "read" else None
+        return server.reply(args) if server is not None else args.handler(ctx)
+    finally:
+        ctx.close()
+
+
+_PARSING = threading.Lock()
+
+
+@functools.cache
+def _shared_parser() -> argparse.ArgumentParser:
+    return build_parser()
+
+
+def parse_command(argv: list[str]) -> argparse.Namespace:
+    """argv parsed by one parser built once per process (parsing is not documented as thread-safe: one at
+    a time); `ArgumentsError` when it does not parse or names no command."""
+    with _PARSING:
+        args = _shared_parser().parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        raise ArgumentsError("a command is required", _shared_parser().format_usage())
+    return args
+
+
+def run(argv: list[str], settings: Settings | None = None, backend: Backend | None = None) -> Reply:
+    """Answer one command with its reply (the --json document and the readable form) without printing it;
+    long-running commands still report progress as they go. Errors are raised: a `ToolcatError`
+    (`ArgumentsError` when the arguments do not parse). `backend` lends a server's catalog and read model."""
+    return _execute(parse_command(argv), settings, backend)
+
+
+def infrastructure_error(error: Exception) -> ToolcatError | None:
+    """Driver errors that mean a database could not be reached or used: exit 6, not a bug."""
+    from eventsourcing.persistence import InterfaceError, OperationalError
+    if isinstance(error, (OperationalError, InterfaceError)):
+        return Unavailable(f"the event store is unavailable: {error}")
+    return None
+
+
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    """Run one command and print its answer; `settings` replaces the environment's (tests and the demo run
+    commands in-process)."""
+    argv = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except ArgumentsError as error:
+        if not as_json:
+            sys.stderr.write(error.usage)
+        output.print_error(error, as_json)
+        return error.exit_code
+    if getattr(args, "handler", None) is None:
+        build_parser().print_help(sys.stderr)
+        return 2
+    return _answer(args, settings)
+
+
+def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
+    as_json, kind = bool(getattr(args, "json", False)), args.kind
+    resolved = settings_for(args, settings)
+    secrets = resolved.secrets()  # a driver's message may repeat the store URL or a password: never shown
+    try:
+        reply = _execute(args, resolved)
+    except ToolcatError as error:
+        output.print_error(error, as_json, kind, secrets)
+        return error.exit_code
+    except Exception as error:  # the last line of defence: report, never a silent success
+        known = infrastructure_error(error)
+        if known is not None:
+            output.print_error(known, as_json, kind, secrets)
+            return known.exit_code
+        sys.stderr.write(scrub(traceback.format_exc(), secrets))
+        output.print_error(ToolcatError(f"unexpected failure (a bug): {error!r}"), as_json, kind, secrets)
+        return 1
+    output.show(reply, as_json)
+    return reply.exit_code
+
+
+def entrypoint() -> None:
+    sys.exit(main())

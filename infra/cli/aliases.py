@@ -1,0 +1,60 @@
+"""`toolcat alias …`: aliases and shims, deprecation windows and the removal path."""
+from __future__ import annotations
+
+from domain.errors import UsageError
+from domain.window import CONFIRMATION_STEPS, MILESTONES, RECORDABLE_STEPS, REMOVAL_STEPS
+from infra.cli.output import Reply
+from infra.cli.registry import Commands, answer
+from infra.context import Context
+
+
+def register(commands: Commands) -> None:
+    commands.group("alias", "aliases, deprecation windows and the removal path")
+    p = commands.add("alias add", cmd_alias_add, "add an alias (or a shim) for a canonical ID", "write")
+    p.add_argument("canonical", metavar="CANONICAL")
+    p.add_argument("alias", metavar="ALIAS")
+    p.add_argument("--shim", action="store_true", help="a legacy input: resolvable, never emitted")
+    commands.add("alias deprecate", cmd_alias_deprecate, "schedule an alias for removal", "write") \
+        .add_argument("alias", metavar="ALIAS")
+    p = commands.add("alias milestone", cmd_alias_milestone, "record a deprecation-window milestone", "write")
+    p.add_argument("alias", metavar="ALIAS")
+    p.add_argument("milestone", choices=MILESTONES)
+    p.add_argument("--release", required=True, metavar="VERSION")
+    p.add_argument("--evidence")
+    p = commands.add("alias step", cmd_alias_step, "record removal step 1 or 2 (confirmations, before "
+                     "retirement) or 5 (cleanup, after it); 'alias retire' performs steps 3 and 4", "write")
+    p.add_argument("alias", metavar="ALIAS")
+    p.add_argument("step", type=int, choices=RECORDABLE_STEPS, metavar="STEP",
+                   help="; ".join(f"{n}: {name}" + ("" if n in RECORDABLE_STEPS else " (by 'alias retire')")
+                                  for n, name in REMOVAL_STEPS.items()))
+    p.add_argument("--evidence", required=True, help="what confirms the step (a PR, a release note, a migration)")
+    p = commands.add("alias retire", cmd_alias_retire, "retire a deprecated alias: performs removal steps "
+                     f"3 ({REMOVAL_STEPS[3]}) and 4 ({REMOVAL_STEPS[4]}); needs the window closed and steps "
+                     f"{' and '.join(map(str, CONFIRMATION_STEPS))} confirmed", "write")
+    p.add_argument("alias", metavar="ALIAS")
+    p.add_argument("--release", required=True, metavar="VERSION")
+
+
+def cmd_alias_add(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.add_alias(a.canonical, a.alias, a.shim, ctx.meta()))
+
+
+def cmd_alias_deprecate(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.deprecate_alias(ctx.args.alias, ctx.meta()))
+
+
+def cmd_alias_milestone(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.record_milestone(a.alias, a.milestone, a.release, a.evidence, ctx.meta()))
+
+
+def cmd_alias_step(ctx: Context) -> Reply:
+    a = ctx.args
+    if not a.evidence.strip():
+        raise UsageError("--evidence must say what confirms the step")
+    return answer(ctx, ctx.catalog.record_step(a.alias, a.step, a.evidence, ctx.meta()))
+
+
+def cmd_alias_retire(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.retire_alias(ctx.args.alias, ctx.args.release, ctx.meta()))

@@ -1,0 +1,199 @@
+"""`toolcat audit …`: the hash chain (verify, seal), replay and fingerprints, and the deprecation audit of
+aliases (alias, report)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from domain.errors import IntegrityFailure, UsageError
+from domain.window import REMOVAL_STEPS
+from infra.cli.output import Reply, Table, plain, progress_printer
+from infra.cli.registry import Commands, answer
+from infra.context import Context
+from projections import queries
+from projections.projector import Projector
+from projections.verify import UNVERIFIED, checked_head, verify
+
+# `audit verify` found nothing wrong but had nothing to compare the chain with (no read model with
+# recorded hashes, no seal, no --expect-head): not an ok, and not an integrity failure (exit 5) either.
+UNVERIFIED_EXIT = 7
+STEPS_HELP = "; ".join(f"{number}: {name}" for number, name in REMOVAL_STEPS.items())
+
+
+def register(commands: Commands) -> None:
+    commands.group("audit", "check the history")
+    p = commands.add("audit verify", cmd_audit_verify, "recompute the hash chain from the store and compare it "
+                     "with the read model's recorded hashes, the seals and a head kept outside the store "
+                     f"(exit 5: altered; exit {UNVERIFIED_EXIT}: nothing to compare against)", "read")
+    p.add_argument("--expect-head", metavar="HASH", help="a chain head kept outside the store, as 'audit seal' "
+                   "printed it: exit 5 unless the history still holds it")
+    commands.add("audit alias", cmd_audit_alias, "an alias's window, milestones and removal steps (the steps: "
+                 f"{STEPS_HELP})", "read").add_argument("alias", metavar="ALIAS")
+    commands.add("audit seal", cmd_audit_seal, "verify the chain, record its head in the store, and print the "
+                 "head and position to keep outside the store", "write")
+    commands.add("audit replay", cmd_audit_replay, "replay the store into a scratch read model and compare",
+                 "read").add_argument("--until", type=int, metavar="POSITION")
+    commands.add("audit fingerprint", cmd_audit_fingerprint, "the read model's fingerprint (to compare copies)",
+                 "read").add_argument("--at", type=int, metavar="POSITION")
+    p = commands.add("audit report", cmd_audit_report, "the deprecation audit report: every rule checked per "
+                     "alias with its evidence, configuration still naming old IDs, and the integrity of the "
+                     "history", "read")
+    p.add_argument("--alias", metavar="ALIAS", help="report on this alias only")
+    p.add_argument("--format", choices=("json", "html"), default="html", help="html (default) or json")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it; '-' for stdout")
+
+
+def verified(ctx: Context) -> dict[str, Any]:
+    """`audit verify`'s answer. The read model is compared as it stands: catching it up first would make it
+    vouch for the very events being checked (`--min-position N` still brings it to N first)."""
+    given = getattr(ctx.args, "expect_head", None)
+    if ctx.server is not None:  # the server that owns the read model verifies against it
+        return ctx.server.document(["audit", "verify", *(["--expect-head", given] if given else [])])
+    expect = checked_head(given) if given else None
+    # PostgreSQL sequences may skip numbers when a write is rolled back; SQLite positions never do.
+    contiguous = not ctx.settings.event_store_url
+    if ctx.freshness().min_position is not None:
+        return verify(ctx.catalog, ctx.read_model(), contiguous, expect)
+    con = ctx.existing_read_model()
+    try:
+        return verify(ctx.catalog, con, contiguous, expect)
+    finally:
+        if con is not None and ctx.backend is None:  # a server's lent read model goes back with the lease
+            con.close()
+
+
+def describe_verification(report: dict[str, Any]) -> list[str]:
+    """The verdict, then one line per thing the chain was compared with."""
+    chain = f"{report['events']} events up to position {report['position']}, head {report['head']}"
+    if report["verdict"] == UNVERIFIED:
+        lines = [f"unverified: nothing to compare against. The chain ({chain}) agrees with itself, but no read "
+                 "model recorded its hashes and no seal or kept head vouches for it: run 'toolcat audit seal' "
+                 "and keep the head it prints outside the store."]
+    else:
+        lines = [f"ok: the chain holds ({chain})"]
+    model = report["compared"]["read_model"]
+    if not model["present"]:
+        lines.append("  read model: absent (none in this home)")
+    else:
+        lines.append(f"  read model: {model['events']} recorded hash(es) compared, through position "
+                     f"{model['through'] or 0}")
+    seals = report["compared"]["seals"]
+    lines.append(f"  seals: {seals['count']} compared, the latest for position {seals['latest']}" if seals["count"]
+                 else "  seals: none")
+    expected = report["compared"]["expected_head"]
+    if expected is not None:
+        lines.append(f"  kept head: found at position {expected['position']}")
+    return lines
+
+
+def cmd_audit_verify(ctx: Context) -> Reply:
+    report = verified(ctx)
+    return Reply(report, ["\n".join(describe_verification(report))],
+                 exit_code=UNVERIFIED_EXIT if report["verdict"] == UNVERIFIED else 0)
+
+
+def cmd_audit_alias(ctx: Context) -> Reply:
+    report = queries.audit_alias(ctx.read_model(), ctx.args.alias)
+    window = report["window"]
+    recorded = {s["step"]: s for s in report["steps"]}
+    steps = [[n, name, *(recorded[n][c] if n in recorded else None for c in
+                         ("position", "recorded_at", "actor", "evidence"))] for n, name in REMOVAL_STEPS.items()]
+    return Reply(report, [
+        f"{plain(report['alias'])} → {plain(report['canonical_id'])} [{report['state']}]",
+        f"window: opened {plain(window['opened_release'] or '-')}, earliest removal "
+        f"{plain(window['earliest_removal_release'] or '-')}, {'closed' if window['closed'] else 'open'}",
+        Table("milestones", ["name", "release", "position", "evidence"],
+              [[m["name"], m["release"], m["position"], m["evidence"]] for m in report["milestones"]]),
+        Table("removal steps (no position: not recorded yet)",
+              ["step", "name", "position", "recorded_at", "actor", "evidence"], steps),
+    ])
+
+
+def cmd_audit_seal(ctx: Context) -> Reply:
+    """Verify the chain, record its head in the store itself, and give the head to keep elsewhere."""
+    report = verified(ctx)
+    result = ctx.catalog.seal(report["position"], report["head"], report["events"], ctx.meta())
+    reply = answer(ctx, result)
+    if not result.events:  # a replayed idempotency key: the first run printed the seal
+        return reply
+    reply.document["seal"] = {"position": report["position"], "head": report["head"], "events": report["events"],
+                              "verdict": report["verdict"]}
+    before = ("" if report["verdict"] != UNVERIFIED else
+              "\nNothing vouched for the chain before this seal: it trusts the history as it stands now.")
+    reply.human = [f"Sealed position {report['position']}: head {report['head']} ({report['events']} events).\n"
+                   "Keep this position and head outside the store (a ticket, a signed log, another machine): "
+                   "whoever can rewrite the store can rewrite a seal in it too. Check the history against your "
+                   f"copy with: toolcat audit verify --expect-head {report['head']}{before}", *reply.human]
+    return reply
+
+
+def cmd_audit_replay(ctx: Context) -> Reply:
+    from projections.replay import replay
+    result = replay(ctx.catalog, ctx.read_model(), ctx.args.until, progress=progress_printer(ctx.as_json))
+    verdict = "matches" if result["matches"] else "DOES NOT MATCH"
+    return Reply(result, [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
+                          f"{verdict} the live read model ({result['live_fingerprint']})"],
+                 exit_code=0 if result["matches"] else 5)
+
+
+def cmd_audit_fingerprint(ctx: Context) -> Reply:
+    from projections.fingerprint import fingerprint
+    con = ctx.read_model()
+    head = Projector(con).tracking().position
+    at = head if ctx.args.at is None else ctx.args.at
+    if at < 0 or at > head:
+        raise UsageError(f"--at {at} is outside the read model's history (0 to {head})", head=head)
+    document = {"position": at, "fingerprint": fingerprint(con, at)}
+    return Reply(document, [f"fingerprint at position {at}: {document['fingerprint']}"])
+
+
+def altered(failure: IntegrityFailure) -> dict[str, Any]:
+    """The report's integrity section when `audit verify` found the history altered."""
+    return {"ok": False, "verdict": "altered", "position": failure.details.get("position"),
+            "error": failure.as_document()["error"]}
+
+
+def integrity(ctx: Context) -> dict[str, Any]:
+    """The report's integrity section: `audit verify`'s answer, or what it found altered."""
+    try:
+        return verified(ctx)
+    except IntegrityFailure as failure:
+        return altered(failure)
+
+
+def report_document(con: Any, alias: str | None, checked: dict[str, Any]) -> dict[str, Any]:
+    """The deprecation audit report (of one alias when given, which must exist) with its integrity section."""
+    from projections.audit_report import audit_report
+    return audit_report(con, alias, checked)
+
+
+def report_text(report: dict[str, Any], form: str) -> str:
+    from infra.report_html import render
+    return render(report) if form == "html" else json.dumps(report, indent=2, default=str)
+
+
+def report_reply(report: dict[str, Any], form: str, output: str) -> Reply:
+    """Write the report to `output` ('-': stdout); the reply says where and how much it holds."""
+    checked = report.get("integrity") or {}
+    exit_code = 5 if checked.get("verdict") == "altered" else 0
+    text = report_text(report, form)
+    if output == "-":
+        return Reply(None, [text], exit_code)
+    try:
+        Path(output).write_text(text)
+    except OSError as error:
+        raise UsageError(f"cannot write {output}: {error.strerror or error}") from error
+    findings = sum(len(a["findings"]) for a in report["aliases"])
+    flagged = sum(len(a["uses"]) for a in report["aliases"])
+    document = {"output": output, "aliases": len(report["aliases"]), "findings": findings,
+                "flagged": flagged, "integrity": checked.get("verdict")}
+    return Reply(document, [f"wrote {output}: {len(report['aliases'])} alias(es), {findings} finding(s), "
+                            f"{flagged} flagged use(s) of deprecated or retired IDs; history {checked.get('verdict')}"],
+                 exit_code)
+
+
+def cmd_audit_report(ctx: Context) -> Reply:
+    a = ctx.args
+    checked = integrity(ctx)
+    return report_reply(report_document(ctx.read_model(), a.alias, checked), a.format, a.output)

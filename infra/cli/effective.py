@@ -1,0 +1,96 @@
+"""`toolcat effective` and `toolcat explain`: a subject's effective tool set, now or as of a past moment,
+and why the subject sees (or not) one tool."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from domain.errors import UnknownSubject, UsageError
+from domain.subjects import parse_effective_at, parse_subject
+from infra.cli.output import Reply, Table, plain
+from infra.cli.registry import Commands
+from infra.context import Context
+from projections import queries
+from projections.effective import INFINITY, effective_rows, explanation
+from projections.projector import read_tracking
+from projections.schema import EFFECTIVE_FIELDS
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("effective", cmd_effective, "a subject's effective tool set", "read")
+    p.add_argument("subject", metavar="SUBJECT")
+    _moment_options(p)
+    p = commands.add("explain", cmd_explain, "why a subject sees (or not) a tool", "read")
+    p.add_argument("subject", metavar="SUBJECT")
+    p.add_argument("tool", metavar="TOOL")
+    _moment_options(p)
+
+
+def _moment_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--at", type=int, metavar="POSITION", help="as known at this event position")
+    parser.add_argument("--as-of", metavar="ISO8601", help="as known at this time")
+    parser.add_argument("--effective-at", metavar="ISO8601",
+                        help="the grants and bindings in effect at this time (with --at/--as-of: as known then)")
+
+
+def _moment(ctx: Context) -> int | None:
+    """The position asked for by --at or --as-of, or None for now."""
+    a = ctx.args
+    if a.at is not None and a.as_of is not None:
+        raise UsageError("give --at or --as-of, not both")
+    con = ctx.read_model()
+    head = read_tracking(con).position
+    if a.at is not None:
+        if a.at < 0 or a.at > head:
+            raise UsageError(f"--at {a.at} is outside the history (0 to {head})", head=head)
+        return a.at
+    return None if a.as_of is None else queries.position_at_time(con, a.as_of)
+
+
+def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
+    kind, name = parse_subject(ctx.args.subject)
+    if not queries.subject_exists(ctx.read_model(), kind, name, at):
+        when = "" if at is None else f" at position {at}"
+        raise UnknownSubject(f"no {kind} '{name}'{when}", subject=ctx.args.subject)
+    return kind, name
+
+
+def cmd_effective(ctx: Context) -> Reply:
+    at = _moment(ctx)
+    effective_at = parse_effective_at(ctx.args.effective_at)
+    kind, name = _subject(ctx, at)
+    con = ctx.read_model()
+    if at is None and effective_at is None:
+        tools = queries.current_effective(con, f"{kind}:{name}")
+    else:
+        rows = effective_rows(con, [(kind, name)], at if at is not None else INFINITY, effective_at)
+        tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in rows]
+    document = {"subject": ctx.args.subject, "position": read_tracking(con).position if at is None else at,
+                "tools": tools}
+    if effective_at is not None:
+        document["effective_at"] = effective_at
+    table = Table(f"{ctx.args.subject} at position {document['position']}",
+                  ["tool_id", "provenance", "inherited_from", "exposure", "description"],
+                  [[t["tool_id"], t["provenance"], t["inherited_from"], t["exposure"], t["description"]]
+                   for t in tools])
+    return Reply(document, [table])
+
+
+def cmd_explain(ctx: Context) -> Reply:
+    at = _moment(ctx)
+    kind, name = _subject(ctx, at)
+    con = ctx.read_model()
+    document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool),
+                           at if at is not None else INFINITY, parse_effective_at(ctx.args.effective_at))
+    grants = [document["winner"], *document["shadowed"]] if document["winner"] else []
+    return Reply(document, _explanation(document["subject"], document["tool_id"], grants))
+
+
+def _explanation(subject: str, tool_id: str, grants: list[dict[str, Any]]) -> list[Any]:
+    if not grants:
+        return [f"{plain(subject)} does not see {plain(tool_id)}: no grant, binding, platform namespace or "
+                "image covers it"]
+    winner = grants[0]
+    lines = [f"{plain(subject)} sees {plain(tool_id)} through {plain(winner['cause'])} "
+             f"(position {winner['position']}); exposure: {winner['exposure'] or 'n/a (unit)'}"]
+    return lines + [f"  shadows {plain(other['cause'])} (position {other['position']})" for other in grants[1:]]

@@ -1,0 +1,195 @@
+"""What the command line shows: a command's `Reply` (one JSON document for machines, a readable sentence
+or table for people), write answers, errors with their CLI hints, and progress on a terminal.
+
+Handlers compute a `Reply` and print nothing (long-running commands excepted, which report as they go);
+`show` prints it. So `infra.cli.run` answers any command with its document without touching stdout.
+
+Data is never markup and never hidden: whatever comes from the history (or the command line) is printed
+as the characters it holds, with control characters and bidi controls written as escapes (`\u202e`), so
+an event recorded with one can never make the terminal show something other than what was recorded.
+Handlers put values into sentences through `plain`; tables, text and errors are escaped when printed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from domain.catalog import WriteResult
+from domain.errors import ToolcatError
+from domain.grammar import visible
+from infra.cli.tables import Table, cell_text, fitted_table
+from infra.settings import scrub
+from projections.projector import Tracking
+
+
+Block = str | Table
+AS_JSON = None  # a `human` of None: the readable form is the JSON document itself
+
+
+@dataclass
+class Reply:
+    """A command's answer. `document` is the --json answer (None: the command has no JSON form and shows
+    `human` either way); `human` the readable form, in blocks of text and tables; `notes` go to stderr
+    (e.g. that a row limit cut the answer)."""
+    document: Any
+    human: list[Block] | None = field(default_factory=list)
+    exit_code: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def reply_as_json(reply: Reply) -> dict[str, Any]:
+    """A reply as one JSON document (a server's answer to the command line that sent it the command)."""
+    human = None if reply.human is AS_JSON else [
+        block if isinstance(block, str) else {"title": block.title, "columns": list(block.columns),
+                                               "rows": [list(row) for row in block.rows]}
+        for block in reply.human]
+    return {"document": reply.document, "human": human, "exit_code": reply.exit_code}
+
+
+def reply_from_json(answer: dict[str, Any]) -> Reply:
+    human = answer["human"]
+    blocks = None if human is None else [b if isinstance(b, str) else Table(b["title"], b["columns"], b["rows"])
+                                         for b in human]
+    return Reply(answer["document"], blocks, answer["exit_code"])
+
+
+def show(reply: Reply, as_json: bool) -> None:
+    for note in reply.notes:
+        sys.stderr.write(f"toolcat: note: {note}\n")
+    if reply.human is AS_JSON or (as_json and reply.document is not None):
+        print_json(reply.document)
+        return
+    for block in reply.human:
+        print_table(block) if isinstance(block, Table) else print_text(block)
+
+
+def plain(value: Any) -> str:
+    """A value as a sentence shows it: every hidden character escaped, newline and tab included (a value
+    never starts a line of its own)."""
+    return cell_text(value)
+
+
+def print_json(document: Any) -> None:
+    # ensure_ascii (the default) writes every control, bidi and other non-ASCII character as \uXXXX: a
+    # terminal showing the JSON shows the escapes, and the document still decodes to what was recorded.
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def print_text(text: str) -> None:
+    sys.stdout.write(visible(text.rstrip("\n"), multiline=True) + "\n")
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """On a terminal, fitted to its width; to a pipe or file, as wide as the values need (nothing cut)."""
+    console = console or Console(soft_wrap=False)
+    if console.is_terminal:
+        console.print(fitted_table(table, console.width)[0])
+        return
+    rich, needed = fitted_table(table, None)
+    console.width = needed
+    console.print(rich)
+
+
+# -- writes ---------------------------------------------------------------------------------------------
+def write_document(result: WriteResult, events_of_key: Callable[[str], list[dict[str, Any]]]) -> dict[str, Any]:
+    """A write's answer; a replayed idempotency key answers with the first run's events (`events_of_key`
+    reads them from the read model)."""
+    if result.replayed_key is None:
+        return {"position": result.position, "events": [e.model_dump() for e in result.events]}
+    events = events_of_key(result.replayed_key)
+    return {"position": max((e["position"] for e in events), default=None), "events": events}
+
+
+def describe_write(document: dict[str, Any]) -> str:
+    events = document["events"]
+    if not events:
+        return "Nothing to record: the catalog already says so."
+    listed = ", ".join(f"{e['type']} @{e['position']}" for e in events)
+    return f"Recorded {len(events)} event(s), up to position {document['position']}: {listed}"
+
+
+def write_reply(result: WriteResult, events_of_key: Callable[[str], list[dict[str, Any]]]) -> Reply:
+    document = write_document(result, events_of_key)
+    return Reply(document, [describe_write(document)])
+
+
+# -- errors and their hints -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hint:
+    """The CLI's advice for an error `code` that carries the detail `detail`. The domain's messages name
+    no command or option; the command line adds how to act on them with its own commands."""
+    code: str
+    detail: str
+    text: str  # formatted with {value} (the detail) and {name} (the part after "kind:")
+    prefix: str = ""  # only when the detail starts with this
+    writes_only: bool = False  # only when a write command failed
+    marker: str = ""  # a message holding this already gives the hint (default: the hint's own text)
+
+    def applies(self, error: ToolcatError, kind: str | None) -> str | None:
+        value = error.details.get(self.detail)
+        if error.code != self.code or not isinstance(value, str) or not value.startswith(self.prefix):
+            return None
+        if self.writes_only and kind != "write":
+            return None
+        text = self.text.format(value=value, name=value.partition(":")[2])
+        return None if (self.marker or text) in error.message else text
+
+
+HINTS = (
+    # A write named a unit that does not exist (a read of a missing subject asks nothing to be created).
+    Hint("unknown_subject", "subject", "create it with 'toolcat unit create {name}'", prefix="unit:",
+         writes_only=True),
+    Hint("unknown_release", "release", "publish it first with 'toolcat release publish {value}'"),
+    Hint("usage", "effective_at", "check --effective-at", marker="--effective-at"),
+)
+
+
+def message_with_hint(error: ToolcatError, kind: str | None = None) -> str:
+    hints = [text for hint in HINTS if (text := hint.applies(error, kind))]
+    return "; ".join([error.message, *hints])
+
+
+def print_error(error: ToolcatError, as_json: bool, kind: str | None = None, secrets: Collection[str] = ()
+                ) -> None:
+    """The error on stderr, every one of `secrets` masked; the hint goes into the message (text and JSON
+    alike)."""
+    message = message_with_hint(error, kind)
+    if as_json:
+        document = error.as_document()
+        document["error"]["message"] = message
+        text = json.dumps(document, default=str)  # ensure_ascii: see print_json
+    else:
+        text = f"toolcat: error: {visible(message, multiline=True)} [{error.code}]"
+    sys.stderr.write(scrub(text, secrets) + "\n")
+
+
+# -- progress -------------------------------------------------------------------------------------------
+def progress_printer(as_json: bool, head: int | None = None) -> Callable[[Tracking], None] | None:
+    """A progress bar on a terminal's stderr (towards the store's head when known); nothing for machines
+    and pipes."""
+    if as_json or not sys.stderr.isatty():
+        return None
+
+    def show_progress(tracking: Tracking) -> None:
+        if head:
+            done = min(1.0, tracking.position / head)
+            bar = "#" * int(done * 30)
+            sys.stderr.write(f"\r[{bar:<30}] {done:4.0%}  position {tracking.position} of {head}")
+        else:
+            sys.stderr.write(f"\rprojected {tracking.events} events, position {tracking.position}")
+        if head and tracking.position >= head:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+    return show_progress
+
+
+def notices(as_json: bool) -> Callable[[str], None]:
+    """Where a long-running command's notices go: stderr for people, nowhere with --json."""
+    if as_json:
+        return lambda message: None
+    return lambda message: sys.stderr.write(message + "\n")

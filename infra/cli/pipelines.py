@@ -1,0 +1,124 @@
+"""The pipeline commands: `project` and `rebuild` (the read model), `relay` (store → Kafka) and `watch`
+(a subject's changelog from Kafka)."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from infra import kafka_clients
+from infra.cli.output import Reply, notices, plain, print_text, progress_printer
+from infra.cli.registry import Commands
+from infra.context import Context
+from infra.projecting import project_kafka, project_store
+from infra.relay import Relay, RelayLock, RelayState, chain_head
+from infra.signals import StopFlag
+from infra.wiring import open_read_model
+from projections.catchup import catch_up
+from projections.projector import Projector
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("project", cmd_project, "bring the DuckDB read model up to date", "pipeline")
+    p.add_argument("--follow", action="store_true", help="keep projecting new events until stopped")
+    p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store")
+    p.add_argument("--idle-seconds", type=float, default=3.0,
+                   help="with --from kafka and no --follow: stop after this long without messages")
+    p = commands.add("relay", cmd_relay, "publish stored events to Kafka toolcat.events", "pipeline")
+    p.add_argument("--follow", action="store_true", help="keep relaying new events until stopped")
+    p.add_argument("--from-position", type=int, metavar="N", help="relay again from position N")
+    p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka", "pipeline")
+    p.add_argument("subject", metavar="SUBJECT")
+    p.add_argument("--timeout", type=float, help="stop after this many seconds without messages")
+    commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
+
+
+def cmd_project(ctx: Context) -> Reply:
+    ctx.refuse_if_served("project with another process")
+    a, stop, progress = ctx.args, StopFlag(), progress_printer(ctx.as_json)
+    try:
+        if a.source == "store":
+            tracking = project_store(ctx.settings, ctx.catalog, a.follow, stop, progress)
+        else:
+            tracking = project_kafka(ctx.settings, a.follow, a.idle_seconds, stop, progress)
+    except KeyboardInterrupt:
+        tracking = Projector(open_read_model(ctx.settings)).tracking()
+    document = {"position": tracking.position, "events": tracking.events, "source": a.source}
+    return Reply(document, [f"read model at position {tracking.position} ({tracking.events} events, "
+                            f"from the {a.source})"])
+
+
+def cmd_rebuild(ctx: Context) -> Reply:
+    """Build a fresh read model beside the live one, then swap it in with one atomic rename."""
+    ctx.refuse_if_served("rebuild it")
+    live = ctx.settings.read_model_path
+    fresh = live.with_name(live.name + ".rebuild")
+    fresh.unlink(missing_ok=True)
+    con = open_read_model(ctx.settings, fresh)
+    try:
+        head = ctx.catalog.recorder.max_notification_id() or 0
+        tracking = catch_up(ctx.catalog, Projector(con), progress=progress_printer(ctx.as_json, head))
+    finally:
+        con.close()
+    # A stale write-ahead log of the old file must not be replayed onto the new one.
+    live.with_name(live.name + ".wal").unlink(missing_ok=True)
+    os.replace(fresh, live)
+    document = {"position": tracking.position, "events": tracking.events}
+    return Reply(document, [f"rebuilt the read model: {tracking.events} events, position {tracking.position}"])
+
+
+def cmd_relay(ctx: Context) -> Reply:
+    settings, stop = ctx.settings, StopFlag()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    state = RelayState(settings.home / f"relay-{settings.kafka_events_topic}.json")
+    with RelayLock(settings.home / f"relay-{settings.kafka_events_topic}.lock"):
+        if ctx.args.from_position is not None:
+            state.save(*chain_head(ctx.catalog, ctx.args.from_position))
+
+        def connect() -> Any:
+            # Topics are (re)created on every connection: a broker that comes back empty must not
+            # auto-create them with its own defaults (e.g. more partitions, losing the total order).
+            kafka_clients.ensure_topics(settings)
+            return kafka_clients.producer(settings)
+
+        relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
+                      page_size=settings.relay_page_size, notify=notices(ctx.as_json))
+        try:
+            published = relay.run(ctx.args.follow, settings.kafka_retry_seconds, settings.follow_poll_seconds,
+                                  should_stop=stop)
+        except KeyboardInterrupt:
+            published = 0
+        finally:
+            relay.close()
+    position, _ = state.load()
+    document = {"position": position, "published": published, "topic": settings.kafka_events_topic}
+    return Reply(document, [f"relayed {published} events to {settings.kafka_events_topic}; "
+                            f"relay position {position}"])
+
+
+def cmd_watch(ctx: Context) -> Reply:
+    """Prints each change as it comes (people); with --json, one document of every update at the end."""
+    from consumers.watch import watch
+    settings, stop = ctx.settings, StopFlag()
+    kafka_clients.ensure_topics(settings)
+    consumer = kafka_clients.consumer(settings, None)
+    seen: list[dict[str, Any]] = []
+
+    def show(position: int, changes: list[dict[str, Any]]) -> None:
+        seen.append({"position": position, "changes": changes})
+        if ctx.as_json:
+            return
+        for change in changes:
+            mark = {"added": "+", "removed": "-", "changed": "~"}[change["change"]]
+            detail = (f"({plain(change['row']['provenance'])}, {change['row']['exposure']})" if "row" in change
+                      else ", ".join(f"{k}: {plain(a)} → {plain(b)}" for k, (a, b) in change["fields"].items()))
+            print_text(f"@{position} {mark} {plain(change['tool_id'])} {detail}")
+        sys.stdout.flush()
+
+    try:
+        watch(consumer, settings.kafka_effective_topic, ctx.args.subject, show, ctx.args.timeout, stop)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    return Reply({"subject": ctx.args.subject, "updates": seen})

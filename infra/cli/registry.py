@@ -1,0 +1,95 @@
+"""Where command modules register their commands: the parser, the options every write or read shares,
+and the errors of the command line itself (exit 2)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from domain.errors import UsageError
+from infra.context import Context
+from domain.catalog import WriteResult
+from infra.cli.output import Reply, write_reply
+
+Handler = Callable[[Context], Reply]
+
+
+class ArgumentsError(UsageError):
+    """The arguments do not parse; `usage` is the usage line of the (sub)command that refused them."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are raised, not printed: `main` prints them (exit 2), `run` lets them through."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ArgumentsError(message, self.format_usage())
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="answer with exactly one JSON document on stdout")
+    common.add_argument("--home", default=argparse.SUPPRESS, help="catalog home (default ./.toolcat)")
+    return common
+
+
+def _write_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--actor", help="who makes the change (default TOOLCAT_ACTOR, else the OS user)")
+    options.add_argument("--reason", help="why the change is made; stored with every event")
+    options.add_argument("--idempotency-key", help="a retry with the same key writes nothing and answers "
+                                                   "as the first run did")
+    return options
+
+
+def _read_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--min-position", type=int, help="wait until the read model reached this position")
+    options.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for --min-position")
+    return options
+
+
+class Commands:
+    """The command tree. `kind` is "write" (gets --actor, --reason, --idempotency-key), "read" (gets
+    --min-position, --timeout) or "pipeline"."""
+
+    def __init__(self, root: argparse.ArgumentParser) -> None:
+        self.common, self.writes, self.reads = _common(), _write_options(), _read_options()
+        self.groups: dict[str, Any] = {"": root.add_subparsers(dest="command", metavar="COMMAND",
+                                                               parser_class=Parser)}
+
+    def group(self, name: str, help_text: str) -> None:
+        parser = self.groups[""].add_parser(name, help=help_text)
+        self.groups[name] = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True,
+                                                  parser_class=Parser)
+
+    def add(self, path: str, handler: Handler, help_text: str, kind: str) -> argparse.ArgumentParser:
+        group, _, name = path.rpartition(" ")
+        parents = [self.common] + ([self.writes] if kind == "write" else [self.reads] if kind == "read" else [])
+        parser = self.groups[group].add_parser(name, help=help_text, parents=parents,
+                                               description=help_text)
+        parser.set_defaults(handler=handler, kind=kind)
+        return parser
+
+
+def answer(ctx: Context, result: WriteResult) -> Reply:
+    """A write's reply: its events, or the first run's when the idempotency key was seen before."""
+    return write_reply(result, ctx.events_of_key)
+
+
+def effective_at_option(parser: argparse.ArgumentParser) -> None:
+    """A write that may take effect at another time than when it is recorded."""
+    parser.add_argument("--effective-at", metavar="ISO8601",
+                        help="when the change takes effect, if not when it is recorded")
+
+
+def read_text_file(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"cannot read {what} {path}: {error.strerror or error}", path=path) from error

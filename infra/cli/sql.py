@@ -1,0 +1,44 @@
+"""`toolcat sql`: one read-only query on the read model, as a table, JSON or CSV (README: "What `toolcat
+sql` allows"). The rules and the encodings are `projections.user_sql` and `projections.sql_encode`,
+shared with `POST /v1/sql`."""
+from __future__ import annotations
+
+from domain.errors import UsageError
+from infra.cli.output import AS_JSON, Reply, Table
+from infra.cli.registry import Commands
+from infra.context import Context
+from projections.sql_encode import csv_text, row_limit, rows, truncated
+from projections.user_sql import run_query, sandbox_config
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("sql", cmd_sql, "run one read-only query on the read model", "read")
+    p.add_argument("query", metavar="QUERY", help="one query: SELECT, WITH, EXPLAIN, DESCRIBE, SHOW or SUMMARIZE")
+    p.add_argument("--format", choices=("table", "json", "csv"),
+                   help="table (the default), json (an array of row objects, as --json) or csv")
+
+
+def output_format(ctx: Context) -> str:
+    """The readable form asked for. --json answers with the JSON document whatever the readable form, so
+    with another --format it would silently ignore one of the two: refused."""
+    chosen = ctx.args.format
+    if ctx.as_json and chosen not in (None, "json"):
+        raise UsageError(f"--json answers with JSON; it cannot be combined with --format {chosen}",
+                         format=chosen)
+    return chosen or "table"
+
+
+def cmd_sql(ctx: Context) -> Reply:
+    chosen = output_format(ctx)
+    settings = ctx.settings
+    table = run_query(ctx.read_only_model(config=sandbox_config()), ctx.args.query,
+                      settings.sql_timeout_seconds, settings.sql_row_limit)
+    document = rows(table)
+    notes = [f"only the first {row_limit(table)} rows are shown (TOOLCAT_SQL_ROW_LIMIT); more rows matched"
+             ] if truncated(table) else []
+    if chosen == "json":
+        return Reply(document, AS_JSON, notes=notes)
+    if chosen == "csv":
+        return Reply(document, [csv_text(table)], notes=notes)
+    return Reply(document, [Table(None, table.column_names, [list(row.values()) for row in document])],
+                 notes=notes)

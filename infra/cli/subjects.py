@@ -1,0 +1,81 @@
+"""`toolcat unit|agent|connector|image …`: the subjects that see tools, and what grants them tools
+besides explicit grants (connector bindings, images)."""
+from __future__ import annotations
+
+from domain.errors import UsageError
+from infra.cli.output import Reply
+from infra.cli.registry import Commands, answer, effective_at_option
+from infra.context import Context
+
+
+def register(commands: Commands) -> None:
+    commands.group("unit", "units (nested groups of agents)")
+    p = commands.add("unit create", cmd_unit_create, "create a unit", "write")
+    p.add_argument("unit", metavar="UNIT")
+    p.add_argument("--parent", metavar="UNIT")
+    commands.group("agent", "agents, their state mode and allowlist")
+    p = commands.add("agent create", cmd_agent_create, "create an agent in a unit", "write")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--unit", required=True)
+    p.add_argument("--state-mode", choices=("stateful", "stateless"), default="stateful")
+    p = commands.add("agent allowlist", cmd_agent_allowlist, "set (or --clear) an agent's allowlist", "write")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("patterns", metavar="PATTERN", nargs="*")
+    p.add_argument("--clear", action="store_true")
+    _connector_commands(commands)
+    commands.group("image", "tools an agent's image declares")
+    p = commands.add("image declare", cmd_image_declare, "declare (or rotate) an agent's image tools", "write")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--image", required=True, metavar="REF")
+    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID")
+
+
+def _connector_commands(commands: Commands) -> None:
+    commands.group("connector", "connectors: a tool namespace bound to units")
+    p = commands.add("connector register", cmd_connector_register, "register a connector and its tools", "write")
+    p.add_argument("slug", metavar="SLUG")
+    p.add_argument("--namespace", metavar="NS", help="tool namespace (default: the slug)")
+    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID")
+    for verb, handler in (("bind", cmd_connector_bind), ("unbind", cmd_connector_unbind)):
+        p = commands.add(f"connector {verb}", handler, f"{verb} a connector to a unit", "write")
+        p.add_argument("slug", metavar="SLUG")
+        p.add_argument("--unit", required=True)
+        effective_at_option(p)
+
+
+def cmd_unit_create(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.create_unit(ctx.args.unit, ctx.args.parent, ctx.meta()))
+
+
+def cmd_agent_create(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.create_agent(a.agent, a.unit, a.state_mode, ctx.meta()))
+
+
+def cmd_agent_allowlist(ctx: Context) -> Reply:
+    a = ctx.args
+    if a.clear == bool(a.patterns):
+        raise UsageError("give either allowlist patterns or --clear")
+    if a.clear:
+        return answer(ctx, ctx.catalog.clear_allowlist(a.agent, ctx.meta()))
+    return answer(ctx, ctx.catalog.set_allowlist(a.agent, a.patterns, ctx.meta()))
+
+
+def cmd_connector_register(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.register_connector(a.slug, a.namespace, a.tools, ctx.meta()))
+
+
+def cmd_connector_bind(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.bind_connector(a.slug, a.unit, ctx.meta(), a.effective_at))
+
+
+def cmd_connector_unbind(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.unbind_connector(a.slug, a.unit, ctx.meta(), a.effective_at))
+
+
+def cmd_image_declare(ctx: Context) -> Reply:
+    a = ctx.args
+    return answer(ctx, ctx.catalog.declare_image(a.agent, a.image, a.tools, ctx.meta()))

@@ -1,0 +1,111 @@
+"""`toolcat tool …` and `toolcat resolve`: registering, renaming, showing, listing and resolving tools."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from domain.errors import InvalidSchema, UsageError
+from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES, ToolSpec
+from infra.cli.output import Reply, Table, plain
+from infra.cli.registry import Commands, answer, read_text_file
+from infra.context import Context
+from projections import queries
+
+
+def register(commands: Commands) -> None:
+    commands.group("tool", "register, rename, show and list tools")
+    _tool_options(commands.add("tool register", cmd_tool_register, "register a tool under its canonical ID",
+                               "write"))
+    p = commands.add("tool rename", cmd_tool_rename, "make NEW canonical; OLD becomes a deprecated alias",
+                     "write")
+    p.add_argument("old", metavar="OLD")
+    p.add_argument("new", metavar="NEW")
+    commands.add("tool show", cmd_tool_show, "show a tool's descriptor", "read").add_argument("id", metavar="ID")
+    p = commands.add("tool list", cmd_tool_list, "list tools, a page at a time", "read")
+    p.add_argument("--group", choices=GROUPS)
+    p.add_argument("--family")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--cursor")
+    commands.add("resolve", cmd_resolve, "resolve an ID or alias to its canonical ID", "read") \
+        .add_argument("id", metavar="ID")
+
+
+def _tool_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--source", required=True, choices=SOURCES)
+    p.add_argument("--group", required=True, choices=GROUPS)
+    p.add_argument("--tier", required=True, choices=TIERS)
+    p.add_argument("--visibility", required=True, choices=VISIBILITIES)
+    p.add_argument("--family")
+    p.add_argument("--plugin")
+    p.add_argument("--backing-server")
+    p.add_argument("--description")
+    p.add_argument("--class", dest="classes", action="append", metavar="LABEL")
+    p.add_argument("--risk", choices=RISKS)
+    p.add_argument("--schema", metavar="FILE.json")
+    p.add_argument("--requires-state", action="store_true")
+
+
+def load_schema(path: str | None) -> Any:
+    if path is None:
+        return None
+    text = read_text_file(path, "the schema file")
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise InvalidSchema(f"{path} is not JSON: {error}", path=path) from error
+
+
+def tool_spec(args: argparse.Namespace) -> ToolSpec:
+    try:
+        return ToolSpec(source=args.source, group=args.group, tier=args.tier, visibility=args.visibility,
+                        family=args.family, plugin=args.plugin, backing_server=args.backing_server,
+                        description=args.description, classes=args.classes or [], risk=args.risk,
+                        input_schema=load_schema(args.schema), requires_state=args.requires_state)
+    except ValidationError as error:
+        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+        raise UsageError(f"invalid tool description: {problems}") from error
+
+
+def cmd_tool_register(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.register_tool(ctx.args.id, tool_spec(ctx.args), ctx.meta()))
+
+
+def cmd_tool_rename(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.rename_tool(ctx.args.old, ctx.args.new, ctx.meta()))
+
+
+def _tool_lines(tool: dict[str, Any]) -> str:
+    fields = ["canonical_id", "family", "group", "tier", "visibility", "lifecycle", "source", "backing_server",
+              "plugin", "description", "risk", "schema_valid", "requires_state"]
+    lines = [f"{name:>15}: {plain(tool[name])}" for name in fields if tool.get(name) not in (None, "")]
+    lines.append(f"{'classes':>15}: {plain(', '.join(tool['classes'])) or '-'}")
+    aliases = ", ".join(f"{plain(a['id'])} ({a['lifecycle']}{', shim' if a['shim'] else ''})"
+                        for a in tool["aliases"])
+    lines.append(f"{'aliases':>15}: {aliases or '-'}")
+    return "\n".join(lines)
+
+
+def cmd_tool_show(ctx: Context) -> Reply:
+    tool = queries.tool_show(ctx.read_model(), ctx.args.id)
+    return Reply(tool, [_tool_lines(tool)])
+
+
+def cmd_tool_list(ctx: Context) -> Reply:
+    a = ctx.args
+    page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor)
+    human: list[Any] = [Table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],
+                              [[t["canonical_id"], t["group"], t["tier"], t["visibility"], t["source"],
+                                ", ".join(x["id"] for x in t["aliases"])] for t in page["tools"]])]
+    if page["next_cursor"]:
+        human.append(f"more: --cursor {page['next_cursor']}")
+    return Reply(page, human)
+
+
+def cmd_resolve(ctx: Context) -> Reply:
+    found = queries.resolve(ctx.read_model(), ctx.args.id)
+    note = " (shim)" if found["shim"] else ""
+    return Reply(found, [f"{plain(found['input'])} → {plain(found['canonical_id'])} [{found['lifecycle']}{note}]"])

@@ -1,0 +1,213 @@
+"""`toolcat bench`: the performance figures of the design's budget, each against a baseline measured in
+the same run (the Kafka figures are in `bench_kafka`). Timing lives here, never in tests."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from domain.values import ToolSpec
+from infra.dev.bench_kafka import KafkaFigures
+from infra.dev.measures import META, percentiles, rate
+from infra.dev.workload import Shape, Workload
+from infra.settings import Settings
+from infra.wiring import open_catalog, open_read_model
+from projections.catchup import catch_up
+from projections.envelope import chain_all
+from projections.projector import Projector, event_row
+from projections.queries import current_effective
+from projections.rows import insert_rows, select_rows
+
+FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "latency", "read_latency", "replay",
+           "serve")
+
+
+class Bench:
+    def __init__(self, events: int, settings: Settings, say: Callable[[str], None]) -> None:
+        self.events, self.settings, self.say = events, settings, say
+        self.root = Path(tempfile.mkdtemp(prefix="toolcat-bench-"))
+        self.store = Settings(home=self.root / "bulk", kafka_bootstrap=settings.kafka_bootstrap)
+        self._store_ready = False
+        self.kafka = KafkaFigures(self)
+        self.results: dict[str, Any] = {}
+
+    # -- shared fixtures ------------------------------------------------------------------------------
+    def bulk_store(self) -> None:
+        if self._store_ready:
+            return
+        catalog = open_catalog(self.store)
+        started = time.perf_counter()
+        written = Workload(catalog, Shape.for_events(self.events)).run()
+        self.results.setdefault("append", {})["bulk"] = {"events": written,
+                                                          "events_per_s": rate(written, time.perf_counter() - started)}
+        self.stored = written
+        catalog.close()
+        self._store_ready = True
+
+    def close(self) -> None:
+        self.kafka.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- figures --------------------------------------------------------------------------------------
+    def append(self) -> None:
+        catalog = open_catalog(Settings(home=self.root / "commands"))
+        commands = min(300, max(50, self.events // 50))
+        spec = ToolSpec(source="builtin", group="core", tier="default", visibility="public")
+        started, written = time.perf_counter(), 0
+        for index in range(commands):
+            written += len(catalog.register_tool(f"bench.tool{index}", spec, META).events)
+        elapsed = time.perf_counter() - started
+        self.results.setdefault("append", {})["per_command"] = {
+            "commands": commands, "commands_per_s": rate(commands, elapsed), "events_per_s": rate(written, elapsed)}
+        catalog.close()
+        self.bulk_store()
+
+    def projection(self) -> None:
+        self.bulk_store()
+        catalog, con = open_catalog(self.store), open_read_model(self.store)
+        started = time.perf_counter()
+        tracking = catch_up(catalog, Projector(con), page_size=20000)
+        elapsed = time.perf_counter() - started
+        rows = select_rows(con, "SELECT count(*) AS n, count(DISTINCT subject) AS s FROM effective_tools")[0]
+        self.results["projection"] = {"events": tracking.events, "events_per_s": rate(tracking.events, elapsed),
+                                      "effective_rows": rows["n"], "subjects": rows["s"], "page_size": 20000}
+        con.close()
+        catalog.close()
+
+    def baselines(self) -> None:
+        self.bulk_store()
+        catalog = open_catalog(self.store)
+        started, position, count, envelopes = time.perf_counter(), 0, 0, []
+        while notifications := catalog.recorder.select_notifications(start=position + 1, limit=5000):
+            count += len(notifications)
+            position = notifications[-1].id
+        read_rate = rate(count, time.perf_counter() - started)
+        position, head = 0, "0" * 64
+        while records := catalog.history(after=position, limit=5000):
+            envelopes += chain_all(records, position, head)
+            position, head = envelopes[-1].position, envelopes[-1].hash
+        rows = [event_row(e) for e in envelopes]
+        con = open_read_model(self.store, self.root / "raw-insert.duckdb")
+        started = time.perf_counter()
+        for start in range(0, len(rows), 20000):
+            insert_rows(con, "events", rows[start:start + 20000])
+        insert_rate = rate(len(rows), time.perf_counter() - started)
+        con.close()
+        sample = envelopes[:min(500, len(envelopes))]
+        con = open_read_model(self.store, self.root / "naive.duckdb")
+        projector, started = Projector(con), time.perf_counter()
+        for envelope in sample:
+            projector.apply([envelope])
+        naive_rate = rate(len(sample), time.perf_counter() - started)
+        con.close()
+        catalog.close()
+        projected = self.results.get("projection", {}).get("events_per_s")
+        self.results["baselines"] = {
+            "raw_select_notifications_per_s": read_rate, "raw_arrow_insert_rows_per_s": insert_rate,
+            "naive_one_transaction_per_event_per_s": naive_rate, "naive_sample_events": len(sample),
+            "projection_vs_raw_read": round(projected / read_rate, 3) if projected else None,
+            "projection_vs_raw_insert": round(projected / insert_rate, 3) if projected else None,
+            "projection_vs_naive": round(projected / naive_rate, 1) if projected else None}
+
+    def read_latency(self, reads: int = 2000) -> None:
+        settings = Settings(home=self.root / "read-latency")
+        catalog = open_catalog(settings)
+        shape = Shape.read_latency()
+        Workload(catalog, shape).run()
+        con = open_read_model(settings)
+        catch_up(catalog, Projector(con), page_size=20000)
+        agents = [f"agent{i}" for i in range(shape.agents)]
+        pick, samples = random.Random(3), []
+        for _ in range(reads):
+            agent = pick.choice(agents)
+            started = time.perf_counter()
+            current_effective(con, f"agent:{agent}")  # what `toolcat effective` serves
+            samples.append((time.perf_counter() - started) * 1000)
+        rows = select_rows(con, "SELECT count(*) AS n FROM effective_tools WHERE subject_kind = 'agent'")[0]["n"]
+        con.close()
+        catalog.close()
+        self.results["read_latency"] = {"agents": shape.agents,
+                                        "tools": shape.connectors * shape.tools_per_connector + shape.platform_tools,
+                                        "avg_tools_per_agent": round(rows / shape.agents, 1), **percentiles(samples)}
+
+    def serve(self) -> None:
+        from infra.dev.bench_serve import ServeFigures
+        self.results["serve"] = ServeFigures(self.root, self.say).run()
+
+    def replay(self) -> None:
+        self.bulk_store()
+        if "projection" not in self.results:
+            self.projection()
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "infra.cli", "audit", "replay", "--home", str(self.store.home),
+                               "--json"], capture_output=True, text=True)
+        elapsed = time.perf_counter() - started
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        answer = json.loads(done.stdout) if done.stdout.strip() else {"error": done.stderr[-500:]}
+        self.results["replay"] = {"events": self.stored, "seconds": round(elapsed, 2),
+                                  "peak_rss_mib": round(peak_kib / 1024, 1), "matches": answer.get("matches"),
+                                  "events_per_s": rate(self.stored, elapsed)}
+
+
+def budget(results: dict[str, Any]) -> dict[str, Any]:
+    """Each figure of the design's budget next to its target."""
+    def get(*path: str) -> Any:
+        value: Any = results
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    checks = {
+        "catch_up_projection_events_per_s >= 100000": get("projection", "events_per_s"),
+        "relay_vs_raw_producer >= 0.8": get("relay", "relay_vs_raw_producer"),
+        "kafka_to_duckdb_vs_raw_consumer >= 0.8": get("kafka_projection", "kafka_to_duckdb_vs_raw_consumer"),
+        "command_to_visible_p99_ms <= 150": get("latency", "p99_ms"),
+        "replay_1m_seconds <= 30 (scaled)": get("replay", "seconds"),
+        "replay_peak_rss_mib <= 1024": get("replay", "peak_rss_mib"),
+        "effective_read_p99_ms <= 5": get("read_latency", "p99_ms"),
+        "serve_command_to_visible_p99_ms <= 100": get("serve", "command_to_visible", "p99_ms"),
+        "serve_effective_read_p99_ms <= 10": get("serve", "effective_reads", "p99_ms"),
+    }
+    targets = {"catch_up_projection_events_per_s >= 100000": lambda v: v >= 100000,
+               "relay_vs_raw_producer >= 0.8": lambda v: v >= 0.8,
+               "kafka_to_duckdb_vs_raw_consumer >= 0.8": lambda v: v >= 0.8,
+               "command_to_visible_p99_ms <= 150": lambda v: v <= 150,
+               "replay_1m_seconds <= 30 (scaled)": lambda v: v * 1_000_000 / max(1, get("replay", "events")) <= 30,
+               "replay_peak_rss_mib <= 1024": lambda v: v <= 1024,
+               "effective_read_p99_ms <= 5": lambda v: v <= 5,
+               "serve_command_to_visible_p99_ms <= 100": lambda v: v <= 100,
+               "serve_effective_read_p99_ms <= 10": lambda v: v <= 10}
+    return {name: {"value": value, "met": None if value is None else bool(targets[name](value))}
+            for name, value in checks.items()}
+
+
+def _figure(bench: Bench, name: str) -> Callable[[], None]:
+    kafka = bench.kafka
+    return {"append": bench.append, "projection": bench.projection, "baselines": bench.baselines,
+            "relay": kafka.relay, "kafka_projection": kafka.kafka_projection, "latency": kafka.latency,
+            "read_latency": bench.read_latency, "replay": bench.replay, "serve": bench.serve}[name]
+
+
+def run_bench(events: int, only: str | None, settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:
+    bench = Bench(events, settings, say)
+    try:
+        for name in FIGURES if only is None else only.split(","):
+            say(f"bench: {name}…")
+            started = time.perf_counter()
+            _figure(bench, name)()
+            say(f"bench: {name} done in {time.perf_counter() - started:.1f}s")
+    finally:
+        bench.close()
+    return {"machine": {"cores": os.cpu_count(), "python": platform.python_version(),
+                        "platform": platform.platform()},
+            "events": events, "figures": bench.results, "budget": budget(bench.results)}

@@ -1,0 +1,219 @@
+"""The Kafka figures of `toolcat bench`: relay to Kafka, Kafka → DuckDB, and command-to-visible latency
+through Kafka. They use the broker the settings name, else a dev broker started for the run, and the
+client library the settings name (`TOOLCAT_KAFKA_CLIENT`, `bench --kafka-client`): the relay is compared
+with that library's raw producer and Kafka → DuckDB with its raw consumer, both measured in the same run.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from consumers.kafka_io import KeyValue, partitions_of
+from domain.values import ToolSpec
+from infra import kafka_clients
+from infra.dev.broker import DevBroker
+from infra.dev.measures import META, percentiles, rate
+from infra.relay import Relay, RelayState
+from infra.settings import Settings
+from infra.wiring import open_catalog, open_read_model
+from projections.envelope import chain_all
+from projections.projector import Projector
+
+if TYPE_CHECKING:
+    from infra.dev.bench import Bench
+
+
+class KafkaFigures:
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
+        self._broker: DevBroker | None = None
+
+    def close(self) -> None:
+        if self._broker:
+            self._broker.stop()
+
+    def bootstrap(self) -> str:
+        if self.bench.settings.kafka_bootstrap:
+            return self.bench.settings.kafka_bootstrap
+        if self._broker is None:
+            self._broker = DevBroker(log=self.bench.root / "broker.log").start()
+        return self._broker.bootstrap
+
+    def kafka_settings(self, name: str) -> Settings:
+        return self.bench.store.model_copy(update={"kafka_bootstrap": self.bootstrap(),
+                                             "kafka_events_topic": f"bench.{name}.{os.getpid()}",
+                                             "kafka_effective_topic": f"bench.{name}.effective.{os.getpid()}",
+                                             "kafka_dlq_topic": f"bench.{name}.dlq.{os.getpid()}",
+                                             "kafka_group_id": f"bench-{name}-{os.getpid()}",
+                                             "kafka_client": self.bench.settings.kafka_client})
+
+    def relay(self) -> None:
+        self.bench.bulk_store()
+        settings = self.kafka_settings("relay")
+        kafka_clients.ensure_topics(settings)
+        catalog = open_catalog(self.bench.store)
+        payloads, position, head = [], 0, "0" * 64
+        while records := catalog.history(after=position, limit=5000):
+            chained = chain_all(records, position, head)
+            payloads += [(e.originator_id.encode(), e.to_json()) for e in chained]
+            position, head = chained[-1].position, chained[-1].hash
+        # the same payloads into a scratch topic (the dead-letter one, unused here) by the library alone
+        raw_rate = raw_producer_rate(settings, settings.kafka_dlq_topic, payloads)
+        producer = kafka_clients.producer(settings)  # connected before the clock starts, as the raw one
+        relay = Relay(catalog, lambda: producer, settings.kafka_events_topic,
+                      RelayState(self.bench.root / "relay.json"), page_size=5000)
+        started = time.perf_counter()
+        published = relay.relay_available()
+        relay_rate = rate(published, time.perf_counter() - started)
+        relay.close()
+        catalog.close()
+        self.relayed_settings = settings
+        self.bench.results["relay"] = {"client": settings.kafka_client, "events": published,
+                                       "relay_events_per_s": relay_rate, "raw_producer_msgs_per_s": raw_rate,
+                                       "relay_vs_raw_producer": round(relay_rate / raw_rate, 3)}
+
+    def kafka_projection(self) -> None:
+        from consumers.streaming import StreamProjector
+        if not hasattr(self, "relayed_settings"):
+            self.relay()
+        settings = self.relayed_settings
+        raw_rate = raw_consumer_rate(settings, self.bench.stored)
+        con = open_read_model(settings, self.bench.root / "from-kafka.duckdb")
+        stream = StreamProjector(kafka_clients.consumer(settings, settings.kafka_group_id),
+                                 settings.kafka_events_topic, lambda message, reason: None)
+        stream.assign(con)
+        projector = Projector(con)
+
+        def project_batch() -> int:
+            messages = stream.poll(timeout_ms=1000)
+            if messages:
+                stream.apply(projector, messages)
+            return len(messages)
+        projected = steady_rate(project_batch, self.bench.stored)
+        stream.consumer.close()
+        con.close()
+        self.bench.results["kafka_projection"] = {
+            "client": settings.kafka_client, "events": self.bench.stored, "events_per_s": projected,
+            "raw_consumer_msgs_per_s": raw_rate, "kafka_to_duckdb_vs_raw_consumer": round(projected / raw_rate, 3)}
+
+    def latency(self, per_second: int = 200, seconds: float = 5.0) -> None:
+        home = Settings(home=self.bench.root / "latency")
+        settings = self.kafka_settings("latency").model_copy(update={"home": home.home})
+        kafka_clients.ensure_topics(settings)
+        writer = open_catalog(settings)
+        writer.register_tool("sv.bench.tool", ToolSpec(source="builtin", group="core", tier="default",
+                                                       visibility="public"), META)
+        writer.create_unit("bench", None, META)
+        writer.create_agent("probe", "bench", "stateful", META)
+        visible: list[tuple[int, float]] = []
+        stop = threading.Event()
+        threads = [threading.Thread(target=self._relay_loop, args=(settings, stop), daemon=True),
+                   threading.Thread(target=self._project_loop, args=(settings, stop, visible), daemon=True)]
+        for thread in threads:
+            thread.start()
+        time.sleep(2.0)  # let the consumer join and catch up with the set-up
+        written: list[tuple[int, float]] = []
+        interval, started = 1.0 / per_second, time.perf_counter()
+        for index in range(int(per_second * seconds)):
+            target = started + index * interval
+            time.sleep(max(0.0, target - time.perf_counter()))
+            call = writer.add_grant if index % 2 == 0 else writer.revoke_grant
+            result = call("agent:probe", "sv.bench.tool", META)
+            written.append((result.position, time.perf_counter()))
+        deadline = time.perf_counter() + 30
+        while (not visible or visible[-1][0] < written[-1][0]) and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
+        writer.close()
+        samples = []
+        for position, done in written:
+            seen = next((when for reached, when in visible if reached >= position), None)
+            if seen is not None:
+                samples.append((seen - done) * 1000)
+        self.bench.results["latency"] = {"client": settings.kafka_client,
+                                         "offered_commands_per_s": per_second, "commands": len(written),
+                                   "visible": len(samples), **percentiles(samples or [float("nan")])}
+
+    def _relay_loop(self, settings: Settings, stop: threading.Event) -> None:
+        catalog = open_catalog(settings)
+        relay = Relay(catalog, lambda: kafka_clients.producer(settings), settings.kafka_events_topic,
+                      RelayState(settings.home / "relay-latency.json"), page_size=1000)
+        while not stop.is_set():
+            if not relay.relay_available():
+                time.sleep(0.002)
+        relay.close()
+        catalog.close()
+
+    def _project_loop(self, settings: Settings, stop: threading.Event, visible: list[tuple[int, float]]) -> None:
+        from consumers.streaming import StreamProjector
+        con = open_read_model(settings, settings.home / "latency.duckdb")
+        stream = StreamProjector(kafka_clients.consumer(settings, settings.kafka_group_id),
+                                 settings.kafka_events_topic, lambda message, reason: None)
+        stream.assign(con)
+        projector = Projector(con)
+        while not stop.is_set():
+            messages = stream.poll(timeout_ms=20)
+            if messages:
+                tracking = stream.apply(projector, messages)
+                visible.append((tracking.position, time.perf_counter()))
+        stream.consumer.close()
+        con.close()
+
+
+def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float = 600.0) -> float:
+    """Messages per second after the first batch, so connecting and the first fetch are not timed; the
+    same for the raw consumer and the projector. `read_batch` handles one poll, returns how many it read."""
+    deadline = time.perf_counter() + limit_seconds
+    first = 0
+    while not first and time.perf_counter() < deadline:
+        first = read_batch()
+    started, done = time.perf_counter(), first
+    while done < total and time.perf_counter() < deadline:
+        done += read_batch()
+    return rate(done - first, time.perf_counter() - started)
+
+
+def raw_consumer_rate(settings: Settings, total: int) -> float:
+    """The client library alone (no envelope, no projector) reading the events topic into nothing."""
+    consumer = kafka_clients.consumer(settings, None)
+    try:
+        topic = settings.kafka_events_topic
+        consumer.assign(topic, partitions_of(consumer, topic, 10), {})
+        library = consumer.client
+        if settings.kafka_client != "confluent":
+            return steady_rate(lambda: sum(len(batch) for batch in library.poll(timeout_ms=1000).values()), total)
+
+        def read_fetched() -> int:  # consume(n, timeout) alone would wait out its timeout for n messages
+            first = library.poll(1.0)
+            return 0 if first is None else 1 + len(library.consume(kafka_clients.POLL_RECORDS - 1, 0))
+        return steady_rate(read_fetched, total)
+    finally:
+        consumer.close()
+
+
+def raw_producer_rate(settings: Settings, topic: str, payloads: list[KeyValue]) -> float:
+    """The client library alone producing `payloads` to `topic` and waiting until the broker has them all."""
+    producer = kafka_clients.producer(settings)
+    library = producer.client
+    try:
+        started = time.perf_counter()
+        if settings.kafka_client == "confluent":
+            for key, value in payloads:
+                while True:
+                    try:
+                        library.produce(topic, value, key)
+                        break
+                    except BufferError:  # the local queue is full: let acknowledgements drain it
+                        library.poll(0.05)
+        else:
+            for key, value in payloads:
+                library.send(topic, key=key, value=value)
+        library.flush(60)
+        return rate(len(payloads), time.perf_counter() - started)
+    finally:
+        producer.close()

@@ -1,0 +1,133 @@
+"""`toolcat bench --only serve`: a real `toolcat serve` on loopback, under a bounded load that stops by itself.
+
+- command → visible through the server at 200 writes/s: each write's time from being sent to its change
+  arriving on the subject's watch stream (p50, p99);
+- effective-set reads over HTTP at 500 requests/s on the 1k agents × 10k tools catalog (p50, p99).
+"""
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from infra.dev.measures import percentiles, rate
+from infra.dev.workload import Shape, Workload
+from infra.http.address import read_address
+from infra.http.auth import create_token
+from infra.settings import Settings
+from infra.wiring import open_catalog
+
+
+def _paced(per_second: float, seconds: float, threads: int, action: Any) -> float:
+    """Run `action(index)` at `per_second` in all over `threads` threads for `seconds` (given up after three
+    times that when the server cannot keep up); the rate achieved."""
+    count, started, done = int(per_second * seconds), time.perf_counter(), []
+
+    def worker(offset: int) -> None:
+        for index in range(offset, count, threads):
+            if time.perf_counter() - started > 3 * seconds:
+                return
+            time.sleep(max(0.0, started + index / per_second - time.perf_counter()))
+            action(index)
+            done.append(index)
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return rate(len(done), time.perf_counter() - started)
+
+
+class ServeFigures:
+    def __init__(self, root: Path, say: Any) -> None:
+        self.home, self.say = root / "serve", say
+
+    def run(self, seconds: float = 5.0) -> dict[str, Any]:
+        shape = Shape.read_latency()
+        catalog = open_catalog(Settings(home=self.home))
+        Workload(catalog, shape).run()
+        catalog.close()
+        token = create_token(self.home, "bench", ["read", "write"])
+        process = subprocess.Popen([sys.executable, "-m", "infra.cli", "--home", str(self.home), "serve", "--port", "0"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = self._address(process)
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+                self._ready(client)
+                agents = [f"agent:agent{i}" for i in range(shape.agents)]
+                reads = self._reads(client, agents, seconds)
+                visible = self._command_to_visible(url, token, client, seconds)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(120)
+        return {"agents": shape.agents, "command_to_visible": visible, "effective_reads": reads}
+
+    def _address(self, process: subprocess.Popen[bytes]) -> str:
+        deadline = time.monotonic() + 300
+        while (address := read_address(self.home)) is None or address.pid != process.pid:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("toolcat serve did not start")
+            time.sleep(0.1)
+        return address.url
+
+    def _ready(self, client: httpx.Client) -> None:
+        while client.get("/v1/ready").status_code != 200:
+            time.sleep(0.2)
+
+    def _reads(self, client: httpx.Client, agents: list[str], seconds: float, per_second: int = 500) -> dict[str, Any]:
+        pick, samples = random.Random(5), []
+        subjects = [pick.choice(agents) for _ in range(int(per_second * seconds))]
+        local = threading.local()
+
+        def read(index: int) -> None:
+            if not hasattr(local, "client"):
+                local.client = httpx.Client(base_url=client.base_url, headers=client.headers, timeout=60)
+            started = time.perf_counter()
+            local.client.get(f"/v1/subjects/{subjects[index]}/effective").raise_for_status()
+            samples.append((time.perf_counter() - started) * 1000)
+        achieved = _paced(per_second, seconds, 8, read)
+        return {"requests_per_s": achieved, **percentiles(samples)}
+
+    def _command_to_visible(self, url: str, token: str, client: httpx.Client, seconds: float,
+                            per_second: int = 200) -> dict[str, Any]:
+        tools = [row["canonical_id"] for row in client.post("/v1/sql", json={
+            "query": f"SELECT canonical_id FROM tools ORDER BY canonical_id LIMIT {int(per_second * seconds)}"}).json()]
+        sent: dict[str, float] = {}
+        latencies: list[float] = []
+        listening, done = threading.Event(), threading.Event()
+
+        def watch() -> None:
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as watcher, \
+                    watcher.stream("GET", "/v1/subjects/unit:bench-visible/watch") as stream:
+                listening.set()
+                for line in stream.iter_lines():
+                    if line.startswith("data:"):
+                        arrived = time.perf_counter()
+                        for change in json.loads(line[5:])["changes"]:
+                            if change["tool_id"] in sent:
+                                latencies.append((arrived - sent[change["tool_id"]]) * 1000)
+                    if done.is_set() and len(latencies) >= len(sent):
+                        return
+        client.post("/v1/unit/create", json={"unit": "bench-visible"}).raise_for_status()
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        listening.wait(30)
+        local = threading.local()
+
+        def grant(index: int) -> None:
+            if not hasattr(local, "client"):
+                local.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+            sent[tools[index]] = time.perf_counter()
+            local.client.post("/v1/grant/add", json={"subject": "unit:bench-visible", "target": tools[index]})
+        achieved = _paced(per_second, seconds, 8, grant)
+        done.set()
+        watcher.join(30)
+        return {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies)}

@@ -1,0 +1,99 @@
+"""Read freshness: how fresh the read model a read answers from must be, and how it gets there.
+
+The policy, "catch up on read": a read sees every write that finished before it. A read model that is
+already current is opened read-only, so concurrent readers never queue behind each other; only a read
+that finds it behind takes the write lock and catches up with the store in process. With a minimum
+position (`--min-position N`) the read waits instead, bounded by a timeout, until the read model has
+reached N (catching up meanwhile) and answers from there.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+
+from domain.catalog import Catalog
+from domain.errors import Unavailable
+from infra.settings import Settings
+from infra.wiring import open_read_model
+from projections.catchup import catch_up
+from projections.projector import Projector, read_tracking
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What a read asks for: the store's head (min_position None) or at least `min_position`, waiting at
+    most `timeout` seconds for it."""
+    min_position: int | None = None
+    timeout: float = 10.0
+
+
+def fresh_read_model(settings: Settings, catalog: Callable[[], Catalog], freshness: Freshness
+                     ) -> duckdb.DuckDBPyConnection:
+    """A connection to a read model as fresh as asked; `catalog` is called only when the store is needed."""
+    wanted = freshness.min_position
+    con = _current_read_only(settings, catalog, wanted)
+    if con is not None:
+        return con
+    con = open_read_model(settings)
+    try:
+        if wanted is None or read_tracking(con).position < wanted:
+            catch_up(catalog(), Projector(con))
+        if wanted is not None:
+            _wait_for(con, catalog, wanted, freshness.timeout)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def existing_read_model(settings: Settings) -> duckdb.DuckDBPyConnection | None:
+    """The read model as it stands, opened read-only without catching up; None when there is none (no
+    file, or one never migrated)."""
+    if not settings.read_model_path.exists():
+        return None
+    con = open_read_model(settings, read_only=True)
+    try:
+        read_tracking(con)
+    except duckdb.Error:  # not migrated yet: it holds nothing
+        con.close()
+        return None
+    return con
+
+
+def _current_read_only(settings: Settings, catalog: Callable[[], Catalog], wanted: int | None
+                       ) -> duckdb.DuckDBPyConnection | None:
+    """The read model opened read-only when it already holds what is wanted, else None."""
+    if not settings.read_model_path.exists():
+        return None
+    try:
+        con = open_read_model(settings, read_only=True)
+    except Unavailable:
+        return None
+    try:
+        reached = read_tracking(con).position
+        target = wanted if wanted is not None else (catalog().recorder.max_notification_id() or 0)
+    except duckdb.Error:  # not migrated yet
+        reached, target = -1, 0
+    if reached >= target:
+        return con
+    con.close()
+    return None
+
+
+def _wait_for(con: duckdb.DuckDBPyConnection, catalog: Callable[[], Catalog], wanted: int, timeout: float
+              ) -> None:
+    deadline = time.monotonic() + timeout
+    while (reached := read_tracking(con).position) < wanted:
+        if time.monotonic() > deadline:
+            raise not_reached(reached, wanted)
+        time.sleep(0.1)
+        catch_up(catalog(), Projector(con))
+
+
+def not_reached(reached: int, wanted: int) -> Unavailable:
+    """A read that asked for a position the read model did not reach in time."""
+    return Unavailable(f"the read model reached position {reached}, not {wanted}, before the timeout",
+                       reached=reached, wanted=wanted)

@@ -1,0 +1,79 @@
+"""The FastAPI application of `toolcat serve`: routes, auth, error answers, limits and metrics."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from domain.errors import ToolcatError, UsageError
+from infra.cli import infrastructure_error
+from infra.http import operators, reads, sql, watch, writes
+from infra.http.auth import TokenBook
+from infra.http.limits import SizeLimits
+from infra.http.metrics import RequestTimer
+from infra.http.problems import NotFound, problem
+from infra.http.state import ServerState
+
+log = logging.getLogger("toolcat.serve")
+DESCRIPTION = """The toolcat catalog over HTTP. Bodies are the command line's `--json` documents; errors
+are RFC 9457 `application/problem+json` with the command line's stable error `code`. Reads need a
+bearer token with the `read` scope (`audit` for /v1/audit), writes the `write` scope; without any token
+the server answers anonymous reads from loopback only."""
+
+
+def create_app(state: ServerState, tokens: TokenBook) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.loop = asyncio.get_running_loop()
+        yield
+
+    app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
+    app.state.server, app.state.tokens = state, tokens
+    for module in (operators, reads, watch, sql, writes):
+        app.include_router(module.router)
+    app.add_exception_handler(ToolcatError, _toolcat_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(SizeLimits)
+    app.add_middleware(RequestTimer, metrics=state.metrics)
+    return app
+
+
+async def _toolcat_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ToolcatError)
+    return problem(error, request.url.path)
+
+
+async def _invalid_request(request: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"][1:]) or str(item["loc"][0])
+        if item["loc"][-1] == "actor" and item["type"] == "extra_forbidden":
+            problems.append("actor: over HTTP the actor of a write is the token's name")
+        else:
+            problems.append(f"{where}: {item['msg']}")
+    return problem(UsageError("invalid request: " + "; ".join(problems), errors=problems), request.url.path)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    if error.status_code == 404:
+        return problem(NotFound(f"no endpoint at {request.url.path}"), request.url.path)
+    refused = UsageError(str(error.detail))
+    refused.code = "not_allowed" if error.status_code == 405 else "usage"
+    return problem(refused, request.url.path, status=error.status_code)
+
+
+async def _unexpected(request: Request, error: Exception) -> Response:
+    known = infrastructure_error(error)
+    if known is None:
+        log.exception("unexpected failure answering %s", request.url.path)
+        known = ToolcatError(f"unexpected failure (a bug): {error!r}")
+    return problem(known, request.url.path)

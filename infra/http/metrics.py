@@ -1,0 +1,71 @@
+"""What an operator scrapes at `GET /metrics` (Prometheus text format): projection lag in events and
+seconds, batch duration, events applied (and per second), and request latency by route."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+
+class ServerMetrics:
+    """One registry per server (several servers in one process, as in tests, do not collide)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.lag_events = Gauge("toolcat_projection_lag_events", "stored events not yet applied", registry=r)
+        self.lag_seconds = Gauge("toolcat_projection_lag_seconds",
+                                 "age of the oldest stored event not yet applied (0 when caught up)", registry=r)
+        self.position = Gauge("toolcat_read_model_position", "last applied event position", registry=r)
+        self.batch_seconds = Histogram("toolcat_batch_duration_seconds", "time to apply one batch",
+                                       buckets=_LATENCY_BUCKETS, registry=r)
+        self.events = Counter("toolcat_events_applied", "events applied to the read model", registry=r)
+        self.events_per_second = Gauge("toolcat_events_per_second", "events per second of the last batch",
+                                       registry=r)
+        self.visible_seconds = Histogram("toolcat_event_visible_seconds",
+                                         "from an event's recording to its batch being readable",
+                                         buckets=_LATENCY_BUCKETS, registry=r)
+        self.requests = Histogram("toolcat_http_request_duration_seconds", "request latency by route",
+                                  ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=r)
+
+    def watch_lag(self, lag: Callable[[], tuple[int, float]]) -> None:
+        """`lag` (events, seconds) is computed when scraped."""
+        self.lag_events.set_function(lambda: lag()[0])
+        self.lag_seconds.set_function(lambda: lag()[1])
+
+    def batch(self, events: int, seconds: float, position: int, recorded_at: float | None) -> None:
+        self.position.set(position)
+        if events:
+            self.batch_seconds.observe(seconds)
+            self.events.inc(events)
+            self.events_per_second.set(events / seconds if seconds > 0 else 0)
+        if recorded_at is not None:
+            self.visible_seconds.observe(max(0.0, time.time() - recorded_at))
+
+
+class RequestTimer:
+    """ASGI middleware: each HTTP request's latency under its route's path template."""
+
+    def __init__(self, app: Any, metrics: ServerMetrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), [500]
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.requests.labels(scope["method"], route, str(status[0])).observe(
+                time.perf_counter() - started)

@@ -1,0 +1,136 @@
+"""The fixed documents of the HTTP answers, for the OpenAPI document (the answers themselves are the
+command line's `--json` documents, sent as they are)."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Document(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class AliasRef(Document):
+    id: str
+    lifecycle: Literal["alias", "deprecated", "retired"]
+    shim: bool
+
+
+class ToolDescriptor(Document):
+    canonical_id: str
+    family: str | None
+    group: str
+    tier: str
+    visibility: str
+    lifecycle: str
+    source: str
+    backing_server: str | None
+    plugin: str | None
+    description: str | None
+    classes: list[str]
+    risk: str | None
+    schema_valid: bool
+    aliases: list[AliasRef]
+
+
+class ToolPage(Document):
+    tools: list[ToolDescriptor]
+    next_cursor: str | None
+
+
+class Resolution(Document):
+    input: str
+    canonical_id: str
+    lifecycle: Literal["canonical", "alias", "deprecated"]
+    shim: bool
+
+
+class EffectiveTool(Document):
+    tool_id: str
+    namespace: str
+    description: str | None
+    provenance: str
+    inherited_from: str | None
+    exposure: str | None
+
+
+class EffectiveSet(Document):
+    subject: str
+    position: int
+    tools: list[EffectiveTool]
+
+
+class Explanation(Document):
+    subject: str
+    tool_id: str
+    visible: bool
+    winner: dict[str, Any] | None
+    shadowed: list[dict[str, Any]]
+    positions: list[int]
+
+
+class AuditVerify(Document):
+    ok: bool
+    events: int
+    head: str
+
+
+class Fingerprint(Document):
+    position: int
+    fingerprint: str
+
+
+class Replay(Document):
+    position: int
+    fingerprint: str
+    live_fingerprint: str
+    matches: bool
+
+
+class AuditAlias(Document):
+    alias: str
+    canonical_id: str
+    state: str
+    window: dict[str, Any]
+    milestones: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+
+
+class EventRef(Document):
+    position: int
+    type: str
+
+
+class WriteAnswer(Document):
+    position: int | None
+    events: list[EventRef]
+
+
+class Health(Document):
+    status: Literal["ok", "failing"]
+    position: int
+    store_head: int
+
+
+class Problem(Document):
+    """RFC 9457 problem details; `code` is the command line's stable error code."""
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    details: dict[str, Any]
+
+
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "content": {"application/problem+json": {}}, "description": text}
+    for status, text in ((400, "usage error"), (401, "no or unknown bearer token"),
+                         (403, "the token lacks the scope"), (404, "unknown tool, subject, …"),
+                         (409, "conflict"), (410, "retired ID"), (422, "rejected by a catalog rule"),
+                         (503, "unavailable, or not fresh in time (Retry-After)"))}
+
+
+def documented(model: type[BaseModel], *statuses: int) -> dict[int | str, dict[str, Any]]:
+    """`responses=` of a route answering `model`, with the problems it may answer."""
+    return {200: {"model": model}, **{s: PROBLEMS[s] for s in statuses}}

@@ -1,0 +1,35 @@
+"""For operators: health, readiness and Prometheus metrics (no token needed: probes and scrapers)."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from infra.http import models
+from infra.http.answers import json_response, server_of
+
+router = APIRouter(tags=["operators"])
+
+
+@router.get("/v1/health", responses=models.documented(models.Health))
+def health(request: Request) -> Response:
+    state = server_of(request)
+    document = {"status": "failing" if state.failure else "ok", "position": state.position,
+                "store_head": state.store_head()}
+    if state.failure:
+        document["failure"] = state.failure
+    return json_response(document)
+
+
+@router.get("/v1/ready", responses={**models.documented(models.Health), 503: models.PROBLEMS[503]})
+def ready(request: Request) -> Response:
+    """200 once the read model has caught up with the store, else 503."""
+    state = server_of(request)
+    head = state.store_head()
+    caught_up = state.position >= head and state.failure is None
+    return json_response({"ready": caught_up, "position": state.position, "store_head": head},
+                         status=200 if caught_up else 503, headers=None if caught_up else {"Retry-After": "1"})
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(request: Request) -> Response:
+    return Response(generate_latest(server_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

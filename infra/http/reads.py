@@ -1,0 +1,156 @@
+"""The read endpoints: each runs the command line's read command (READ_ROUTES says which path serves
+which command), with the HTTP extras: deprecation headers, ETag and 304, the HTML report."""
+from __future__ import annotations
+
+from datetime import datetime, time, timezone
+from email.utils import format_datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import HTMLResponse
+
+from domain.values import GROUPS
+from domain.catalog import WriteResult
+from domain.errors import IntegrityFailure
+from infra.cli.audit import altered, report_document, report_text
+from infra.cli.output import write_document
+from infra.freshness import Freshness
+from infra.http import models
+from infra.http.answers import json_response, respond, run_command, server_of
+from infra.http.auth import require
+from infra.http.commands import READ_ROUTES
+from projections import queries
+
+router = APIRouter(tags=["reads"])
+Group = Literal[GROUPS]  # type: ignore[valid-type]
+READ, AUDIT = Depends(require("read")), Depends(require("audit"))
+
+
+def path(command: str) -> str:
+    return READ_ROUTES[command][1]
+
+
+class Fresh:
+    """How fresh a read must be: by default caught up with the store; `min_position` waits (at most
+    `timeout` seconds) for that position instead, then answers 503 with Retry-After."""
+
+    def __init__(self, min_position: int | None = Query(None, ge=0),
+                 timeout: float = Query(10.0, gt=0, le=60)) -> None:
+        self.values = {"min_position": min_position, "timeout": timeout}
+        self.freshness = Freshness(min_position, timeout)
+
+
+class Moment:
+    """As known at a past position (`at`) or time (`as_of`); grants in effect at `effective_at`."""
+
+    def __init__(self, at: int | None = Query(None, ge=0), as_of: str | None = None,
+                 effective_at: str | None = None) -> None:
+        self.values = {"at": at, "as_of": as_of, "effective_at": effective_at}
+
+
+@router.get(path("tool list"), responses=models.documented(models.ToolPage, 400))
+def tool_list(request: Request, group: Group | None = None, family: str | None = None,
+              limit: int = Query(100, ge=1, le=10_000), cursor: str | None = None, fresh: Fresh = Depends(),
+              _: Any = READ) -> Response:
+    values = {"group": group, "family": family, "limit": limit, "cursor": cursor, **fresh.values}
+    return respond(request, run_command(request, "tool list", values))
+
+
+@router.get(path("tool show"), responses=models.documented(models.ToolDescriptor, 404, 410))
+def tool_show(request: Request, id: str, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    reply = run_command(request, "tool show", {"id": id, **fresh.values})
+    return respond(request, reply, deprecation_headers(request, id))
+
+
+@router.get(path("resolve"), responses=models.documented(models.Resolution, 404, 410))
+def resolve(request: Request, id: str, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    reply = run_command(request, "resolve", {"id": id, **fresh.values})
+    return respond(request, reply, deprecation_headers(request, id))
+
+
+def deprecation_headers(request: Request, tool_id: str) -> dict[str, str]:
+    """For a deprecated alias: `Deprecation` (RFC 9745, when it was deprecated), `Link` to the canonical
+    tool (rel successor-version) and, once its earliest removal release has a planned date, `Sunset`
+    (RFC 8594)."""
+    with server_of(request).read_model(Freshness(min_position=0)) as con:
+        found = queries.deprecation(con, tool_id)
+    if found is None:
+        return {}
+    successor = str(request.url_for("tool_show", id=found["canonical_id"]))
+    headers = {"Deprecation": f"@{int(found['deprecated_at'].timestamp())}",
+               "Link": f'<{successor}>; rel="successor-version"'}
+    if found["removal_planned"] is not None:
+        midnight = datetime.combine(found["removal_planned"], time(0), tzinfo=timezone.utc)
+        headers["Sunset"] = format_datetime(midnight, usegmt=True)
+    return headers
+
+
+@router.get(path("effective"), responses={**models.documented(models.EffectiveSet, 400, 404, 503),
+                                          304: {"description": "unchanged since the ETag given"}})
+def effective(request: Request, subject: str, moment: Moment = Depends(), fresh: Fresh = Depends(),
+              _: Any = READ) -> Response:
+    reply = run_command(request, "effective", {"subject": subject, **moment.values, **fresh.values})
+    if moment.values["effective_at"] is not None:  # the same position answers differently at other times
+        return respond(request, reply)
+    etag = f'"{reply.document["position"]}"'
+    if etag in _tags(request.headers.get("if-none-match")):
+        return Response(status_code=304, headers={"ETag": etag})
+    return respond(request, reply, {"ETag": etag})
+
+
+def _tags(header: str | None) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in (header or "").split(",") if tag.strip()}
+
+
+@router.get(path("explain"), responses=models.documented(models.Explanation, 400, 404, 410))
+def explain(request: Request, subject: str, tool: str, moment: Moment = Depends(), fresh: Fresh = Depends(),
+            _: Any = READ) -> Response:
+    values = {"subject": subject, "tool": tool, **moment.values, **fresh.values}
+    return respond(request, run_command(request, "explain", values))
+
+
+@router.get(path("audit verify"), tags=["audit"], responses=models.documented(models.AuditVerify))
+def audit_verify(request: Request, fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit verify", fresh.values))
+
+
+@router.get(path("audit fingerprint"), tags=["audit"], responses=models.documented(models.Fingerprint, 400))
+def audit_fingerprint(request: Request, at: int | None = Query(None, ge=0), fresh: Fresh = Depends(),
+                      _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit fingerprint", {"at": at, **fresh.values}))
+
+
+@router.get(path("audit alias"), tags=["audit"], responses=models.documented(models.AuditAlias, 404))
+def audit_alias(request: Request, alias: str, fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit alias", {"alias": alias, **fresh.values}))
+
+
+@router.get(path("audit replay"), tags=["audit"], responses=models.documented(models.Replay))
+def audit_replay(request: Request, until: int | None = Query(None, ge=0), fresh: Fresh = Depends(),
+                 _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit replay", {"until": until, **fresh.values}))
+
+
+@router.get(path("audit report"), tags=["audit"], response_class=HTMLResponse,
+            responses={200: {"content": {"application/json": {}}}, 404: models.PROBLEMS[404]})
+def audit_report(request: Request, alias: str | None = None, format: Literal["html", "json"] = "html",
+                 fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    """The deprecation audit report: one self-contained HTML page (or its JSON)."""
+    state = server_of(request)
+    try:
+        checked = run_command(request, "audit verify", {}).document
+    except IntegrityFailure as failure:
+        checked = altered(failure)
+    with state.read_model(fresh.freshness) as con:
+        report = report_document(con, alias, checked)
+    if format == "json":
+        return json_response(report)
+    return HTMLResponse(report_text(report, "html"))
+
+
+@router.get("/v1/events", responses=models.documented(models.WriteAnswer))
+def events(request: Request, idempotency_key: str, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    """What the write made under an idempotency key recorded (the answer it gave)."""
+    replayed = WriteResult(position=None, events=[], replayed_key=idempotency_key)
+    with server_of(request).read_model(fresh.freshness) as con:
+        return json_response(write_document(replayed, lambda key: queries.events_of_key(con, key)))

@@ -1,0 +1,75 @@
+"""Running `toolcat serve`: bind the socket, take the home's read model, record the address, serve until
+SIGTERM (or Ctrl-C), then drain in-flight requests, finish the current batch and leave nothing behind."""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+
+from domain.errors import Conflict, UsageError
+from infra.http.address import ServerAddress, forget_address, live_address, record_address
+from infra.http.app import create_app
+from infra.http.auth import TokenBook, is_loopback, tokens_configured
+from infra.http.metrics import ServerMetrics
+from infra.http.state import ServerState
+from infra.settings import Settings
+
+# In-flight requests get this long to finish once asked to stop.
+GRACEFUL_SECONDS = 30
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}", host=host, port=port) from error
+    sock.listen(2048)
+    return sock
+
+
+def _check_can_serve(settings: Settings, host: str) -> None:
+    if not is_loopback(host) and not tokens_configured(settings.home):
+        raise UsageError(f"refusing to serve on {host} without tokens: anonymous reads are for loopback only; "
+                         "create one with 'toolcat token create NAME --scope read'", host=host)
+    running = live_address(settings.home)
+    if running is not None:
+        raise Conflict(f"a server already serves this home at {running.url} (pid {running.pid})",
+                       url=running.url, pid=running.pid)
+
+
+def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[str], None]) -> dict[str, Any]:
+    _check_can_serve(settings, host)
+    sock = _bind(host, port)
+    try:
+        state = ServerState(settings, source, ServerMetrics())
+    except BaseException:
+        sock.close()
+        raise
+    address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
+    app = create_app(state, TokenBook(settings.home, address.token))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                           timeout_graceful_shutdown=GRACEFUL_SECONDS))
+    # uvicorn raises the stopping signal again once it has shut down: by then it has done its work, so the
+    # handlers it puts back (these) only note it, and the command finishes and exits 0.
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    state.start()
+    try:
+        record_address(settings.home, address)
+        say(f"serving {settings.home} at {address.url} (from the {source}); OpenAPI at {address.url}/openapi.json")
+        server.run(sockets=[sock])
+    finally:
+        forget_address(settings.home, address.pid)
+        state.stop()
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return {"url": address.url, "position": state.position, "source": source}

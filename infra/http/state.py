@@ -1,0 +1,203 @@
+"""The one owner of a home's read model while `toolcat serve` runs: the DuckDB connection, the follower
+thread that applies batches to it (the store pass of `project --follow`, or its Kafka loop), and reader
+cursors leased to requests, each in a transaction of its own (DuckDB's MVCC: a reader never waits for the
+writer, and every statement of one answer sees the same snapshot).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import duckdb
+
+from domain.catalog import Catalog
+from infra.freshness import Freshness, not_reached
+from infra.http.metrics import ServerMetrics
+from infra.projecting import changelog_publisher, project_kafka, store_pass, wait_for_events
+from infra.settings import Settings
+from infra.wiring import open_catalog, open_read_model
+from projections.projector import Tracking, read_tracking
+from projections.rows import scalar
+
+log = logging.getLogger("toolcat.serve")
+AfterBatch = Callable[[int], None]
+
+
+class ServerState:
+    def __init__(self, settings: Settings, source: str, metrics: ServerMetrics) -> None:
+        self.settings, self.source, self.metrics = settings, source, metrics
+        self.catalog: Catalog = open_catalog(settings)
+        self.con = open_read_model(settings)  # the owning connection; only the follower writes with it
+        self._root = self.con.cursor()  # reader cursors are made from here, one at a time
+        self._idle: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
+        self._making = threading.Lock()
+        self.position = read_tracking(self.con).position
+        self._applied = threading.Condition()
+        self._wake = threading.Event()
+        self.stopping = threading.Event()
+        self.writes = threading.RLock()  # held by the follower while it applies a pass
+        self.failure: str | None = None
+        self.after_batch: list[AfterBatch] = []  # run in the follower thread after each applied pass
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.batch_event: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        metrics.watch_lag(self.lag)
+
+    # -- the follower ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._follow, name="toolcat-follower", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Finish the current batch, then close everything."""
+        self.stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._making:
+            self._root.close()
+            self.con.close()
+        self.catalog.close()
+
+    def _follow(self) -> None:
+        delay = 0.2
+        while not self.stopping.is_set():
+            try:
+                self._follow_store() if self.source == "store" else self._follow_kafka()
+            except Exception as error:  # keep serving what was applied; say why, and try again
+                self.failure = f"{type(error).__name__}: {error}"
+                log.error("the follower failed (retrying in %.1fs): %s", delay, self.failure)
+                self.stopping.wait(delay)
+                delay = min(delay * 2, 10.0)
+
+    def _follow_store(self) -> None:
+        publish = changelog_publisher(self.settings)
+        while not self.stopping.is_set():
+            started = time.perf_counter()
+            with self.writes:
+                tracking = store_pass(self.catalog, self.con, publish)
+            self._announce(tracking, started)
+            wait_for_events(self.catalog, tracking.position, self.stopping.is_set, self._pause)
+
+    def _follow_kafka(self) -> None:
+        started = [time.perf_counter()]
+
+        def batch_applied(tracking: Tracking) -> None:
+            self._announce(tracking, started[0])
+            started[0] = time.perf_counter()
+        project_kafka(self.settings, True, 0.0, self.stopping.is_set, batch_applied, self.writer_cursor)
+
+    def _pause(self) -> None:
+        """Between looks at the store: a poll interval, or less when a request needs a newer position."""
+        if self._wake.wait(self.settings.follow_poll_seconds):
+            self._wake.clear()
+
+    def _announce(self, tracking: Tracking, started: float) -> None:
+        applied = tracking.position - self.position
+        recorded = scalar(self.con, "SELECT epoch(recorded_at) FROM events WHERE position = ?",
+                          [tracking.position]) if applied else None
+        with self._applied:
+            self.position = tracking.position
+            self._applied.notify_all()
+        self.failure = None
+        self.metrics.batch(applied, time.perf_counter() - started, tracking.position, recorded)
+        if applied and self.loop is not None:
+            self.loop.call_soon_threadsafe(self._wake_watchers)
+        for hook in self.after_batch if applied else ():
+            hook(tracking.position)
+
+    def every(self, seconds: float, action: Callable[[], None]) -> None:
+        """Run `action` in the follower thread after an applied batch, at most every `seconds` (the first
+        time after the first batch)."""
+        last = [float("-inf")]
+
+        def throttled(position: int) -> None:
+            if time.monotonic() - last[0] >= seconds:
+                last[0] = time.monotonic()
+                action()
+        self.after_batch.append(throttled)
+
+    def _wake_watchers(self) -> None:
+        """In the event loop: wake every watch stream waiting for a batch."""
+        event, self.batch_event = self.batch_event, asyncio.Event()
+        if event is not None:
+            event.set()
+
+    def batch_waiter(self) -> asyncio.Event:
+        """(In the event loop) an event set when the next batch is applied: take it before reading, so a
+        batch applied meanwhile is not missed."""
+        if self.batch_event is None:
+            self.loop, self.batch_event = asyncio.get_running_loop(), asyncio.Event()
+        return self.batch_event
+
+    def nudge(self) -> None:
+        """New events are in the store (a write just answered): look now, not at the next poll."""
+        self._wake.set()
+
+    @contextlib.contextmanager
+    def pause_writes(self) -> Iterator[None]:
+        """No batch is applied inside this block (re-entrant in the follower thread itself)."""
+        with self.writes:
+            yield
+
+    # -- readers --------------------------------------------------------------------------------------
+    def store_head(self) -> int:
+        return self.catalog.recorder.max_notification_id() or 0
+
+    def lag(self) -> tuple[int, float]:
+        """(stored events not yet applied, age in seconds of the oldest of them)."""
+        position = self.position
+        behind = self.store_head() - position
+        if behind <= 0:
+            return 0, 0.0
+        oldest = self.catalog.history(after=position, limit=1)
+        return behind, max(0.0, time.time() - oldest[0].state["timestamp"].timestamp()) if oldest else 0.0
+
+    def wait_for(self, wanted: int, timeout: float) -> None:
+        """Until the follower has applied `wanted`; Unavailable when the timeout passes first."""
+        if self.position >= wanted:
+            return
+        self.nudge()
+        deadline = time.monotonic() + timeout
+        with self._applied:
+            while self.position < wanted:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.is_set():
+                    raise not_reached(self.position, wanted)
+                self._applied.wait(left)
+
+    def writer_cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._making:
+            return self.con.cursor()
+
+    def new_cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of the server's database for a reader that keeps it (the caller closes it)."""
+        with self._making:
+            return self._root.cursor()
+
+    @contextlib.contextmanager
+    def read_model(self, freshness: Freshness) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A reader cursor in a transaction of its own, once the read model is as fresh as asked: by
+        default caught up with the store's head when following the store, else what is applied."""
+        wanted = freshness.min_position
+        if wanted is None:
+            wanted = self.store_head() if self.source == "store" else self.position
+        self.wait_for(wanted, freshness.timeout)
+        try:
+            cursor = self._idle.get_nowait()
+        except queue.Empty:
+            cursor = self.new_cursor()
+        cursor.begin()
+        try:
+            yield cursor
+        finally:
+            try:
+                cursor.rollback()
+                self._idle.put(cursor)
+            except duckdb.Error:  # a cursor left unusable is not reused
+                cursor.close()

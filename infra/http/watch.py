@@ -1,0 +1,83 @@
+"""`GET /v1/subjects/{subject}/watch`: a subject's effective-set changes as Server-Sent Events, `id` = the
+position each change is as of.
+
+A new stream starts with the whole set (every tool "added"). A client reconnecting with `Last-Event-ID: P`
+gets the difference between the set as of P and the current one as one event, then the changes as
+batches apply: nothing missed, nothing twice.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
+
+from consumers.watch import diff
+from domain.errors import UnknownSubject, UsageError
+from infra.http.answers import run_command, server_of
+from infra.http.auth import require
+
+router = APIRouter(tags=["reads"])
+# How often a waiting stream looks again even if no batch was announced.
+_RECHECK_SECONDS = 5.0
+
+
+def _set_at(request: Request, subject: str, position: int | None) -> tuple[int, list[dict[str, Any]]]:
+    """The subject's set now (None) or as of `position`; empty where the subject did not exist yet."""
+    values: dict[str, Any] = {"subject": subject, "min_position": 0}
+    if position is not None:
+        values["at"] = position
+    try:
+        document = run_command(request, "effective", values).document
+    except UnknownSubject:
+        if position is None:
+            raise
+        return position, []
+    return document["position"], document["tools"]
+
+
+def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps({"subject": subject, "position": position, "changes": changes}),
+                           id=str(position), event="changes")
+
+
+@router.get("/v1/subjects/{subject}/watch", response_class=EventSourceResponse,
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "events `changes`: {subject, position, changes: [{change, tool_id, "
+                                            "row | fields}]}; id = position"}})
+async def watch(request: Request, subject: str, last_event_id: str | None = Header(None),
+                _: Any = Depends(require("read"))) -> EventSourceResponse:
+    state = server_of(request)
+    if last_event_id is not None and not last_event_id.isdigit():
+        raise UsageError("Last-Event-ID must be a position this stream sent", last_event_id=last_event_id)
+    resumed = int(last_event_id) if last_event_id is not None else None
+    # Unknown subjects are refused before the stream starts.
+    position, current = await run_in_threadpool(_set_at, request, subject, None)
+    before: list[dict[str, Any]] = [] if resumed is None else (
+        await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[1]
+
+    async def changes() -> AsyncIterator[ServerSentEvent]:
+        sent, tools, at = before, current, position
+        while not state.stopping.is_set():
+            if changed := diff(sent, tools):
+                yield _event(subject, at, changed)
+                sent = tools
+            waiter = state.batch_waiter()
+            if state.position == at:
+                await _wait(waiter)
+            if await request.is_disconnected():
+                return
+            if state.position != at:
+                at, tools = await run_in_threadpool(_set_at, request, subject, None)
+
+    return EventSourceResponse(changes(), ping=15)
+
+
+async def _wait(waiter: asyncio.Event) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(waiter.wait(), _RECHECK_SECONDS)

@@ -1,0 +1,152 @@
+"""The web page `toolcat serve` shows at `/`: server-rendered HTML, no build step.
+
+`/` the catalog by family with lifecycle badges, every alias in its deprecation window with the audit
+report's timeline picture, and the subjects; `/subjects/{subject}` a subject's effective set with
+provenance and exposure; `/subjects/{subject}/tools/{tool}` why the subject sees (or not) the tool.
+
+The data comes from the read-side functions the CLI answers with (projections/queries.py, effective.py).
+The templates (templates/*.html) autoescape everything: every value from the history is data, never
+markup, its control and bidi characters shown as escapes; the only markup put in as is, the timeline, is
+drawn by infra/report_html.py, which escapes its text itself.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import groupby
+from typing import Any
+from urllib.parse import quote
+
+import duckdb
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from domain.errors import ToolcatError, UnknownSubject
+from domain.grammar import visible
+from domain.subjects import parse_subject
+from infra.report_html import STYLE, timeline_svg
+from projections.audit_report import audit_report
+from projections import queries
+from projections.effective import explanation, subjects_at
+from projections.projector import read_tracking
+
+Reader = Callable[[], duckdb.DuckDBPyConnection]
+
+_STYLE = Markup(STYLE + """
+nav{margin-bottom:1rem}nav a{color:#2f6fdf}footer{margin-top:2rem;color:#5b6475;font-size:.85rem}
+h2 small{font-weight:400;color:#5b6475}.badge{display:inline-block;font-size:.75rem;font-weight:600;
+padding:.05rem .4rem;border-radius:.6rem;margin:0 .15rem;background:#e6e9ef}
+.canonical,.enabled{background:#dcf2e3}.alias{background:#e3ecfb}.deprecated{background:#fff3cd}
+.retired,.invalid{background:#fde2e1}.shim{background:#ece3fb}
+.disabled_invalid_schema,.disabled_by_state_mode,.disabled_by_agent_allowlist{background:#fde2e1}
+span.alias-id{white-space:nowrap;margin-right:.4rem}
+""")
+# The HTTP status of each kind of rejection (CONTRACT.md, "HTTP"), by error code, else by exit status.
+_STATUS_BY_CODE = {"usage": 400, "unknown_tool": 404, "unknown_subject": 404, "retired_alias": 410}
+_STATUS_BY_EXIT = {2: 400, 3: 422, 4: 409, 5: 500, 6: 503}
+
+
+def _segment(value: str) -> str:
+    """A value as one URL path segment (`agent:triage` → `agent%3Atriage`)."""
+    return quote(str(value), safe="")
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template prints: control and bidi characters as escapes (`\u202e`), so the page
+    shows what was recorded; markup put in as is (the timeline) and non-text values stay as they are."""
+    return value if isinstance(value, Markup) or not isinstance(value, str) else visible(value, multiline=True)
+
+
+_TEMPLATES = Environment(loader=PackageLoader("infra.http", "templates"), autoescape=True,
+                         undefined=StrictUndefined, finalize=_shown)
+_TEMPLATES.filters["segment"] = _segment
+
+
+@contextmanager
+def _consistent(reader: Reader) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor from the server, in one read transaction: every query of a page sees the same batch."""
+    con = reader()
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        finally:
+            con.execute("ROLLBACK")
+    finally:
+        con.close()
+
+
+def _all_tools(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    tools, cursor = [], None
+    while True:
+        page = queries.tool_list(con, limit=10_000, cursor=cursor)
+        tools += page["tools"]
+        if not (cursor := page["next_cursor"]):
+            return tools
+
+
+def catalog_view(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    tools = sorted(_all_tools(con), key=lambda t: (t["family"] or "", t["canonical_id"]))
+    families = [{"name": name or "(no family)", "tools": list(members)}
+                for name, members in groupby(tools, key=lambda t: t["family"])]
+    windows = audit_report(con)["aliases"]
+    for entry in windows:
+        entry["timeline"] = Markup(timeline_svg(entry))  # escaped by report_html itself
+    return {"families": families, "tool_count": len(tools), "windows": windows,
+            "subjects": [f"{kind}:{name}" for kind, name in subjects_at(con)]}
+
+
+def _existing_subject(con: duckdb.DuckDBPyConnection, subject: str) -> tuple[str, str]:
+    kind, name = parse_subject(subject)
+    if not queries.subject_exists(con, kind, name):
+        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
+    return kind, name
+
+
+def subject_view(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
+    kind, name = _existing_subject(con, subject)
+    return {"subject": f"{kind}:{name}", "tools": queries.current_effective(con, f"{kind}:{name}")}
+
+
+def explain_view(con: duckdb.DuckDBPyConnection, subject: str, tool_id: str) -> dict[str, Any]:
+    kind, name = _existing_subject(con, subject)
+    return explanation(con, (kind, name), queries.lookup(con, tool_id))
+
+
+def status_of(error: ToolcatError) -> int:
+    return _STATUS_BY_CODE.get(error.code) or _STATUS_BY_EXIT.get(error.exit_code, 500)
+
+
+def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]]
+          ) -> HTMLResponse:
+    try:
+        with _consistent(reader) as con:
+            context = view(con) | {"position": read_tracking(con).position}
+    except ToolcatError as error:
+        status = status_of(error)
+        html = _TEMPLATES.get_template("error.html").render(style=_STYLE, status=status, code=error.code,
+                                                            message=error.message)
+        return HTMLResponse(html, status_code=status)
+    return HTMLResponse(_TEMPLATES.get_template(template).render(style=_STYLE, **context))
+
+
+def web_router(reader: Reader) -> APIRouter:
+    """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
+    each page closes when done."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/", response_class=HTMLResponse)
+    def catalog_page() -> HTMLResponse:
+        return _page(reader, "catalog.html", catalog_view)
+
+    @router.get("/subjects/{subject}", response_class=HTMLResponse)
+    def subject_page(subject: str) -> HTMLResponse:
+        return _page(reader, "subject.html", lambda con: subject_view(con, subject))
+
+    @router.get("/subjects/{subject}/tools/{tool}", response_class=HTMLResponse)
+    def explain_page(subject: str, tool: str) -> HTMLResponse:
+        return _page(reader, "explain.html", lambda con: explain_view(con, subject, tool))
+
+    return router

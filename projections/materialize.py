@@ -1,0 +1,43 @@
+"""The materialized current effective sets, `effective_tools` and `effective_documents`: recomputing them
+for some subjects, and checking them against a recomputation from the history tables."""
+from __future__ import annotations
+
+import duckdb
+
+from projections.effective import INFINITY, subjects_registered
+from projections.rows import run
+from projections.sqlfiles import query
+
+_NOW = {"at": INFINITY, "effective_at": None}
+
+
+def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+    """Recompute the materialized current set of these subjects (set-based: one query for all);
+    returns the subjects (`kind:name`) whose set changed."""
+    if not subjects:
+        return []
+    with subjects_registered(con, subjects):
+        before = dict(run(con, query("set_digests")))
+        run(con, "DELETE FROM effective_tools e USING _subjects s "
+                 "WHERE e.subject_kind = s.kind AND e.subject = s.name")
+        run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), _NOW)
+        after = dict(run(con, query("set_digests")))
+        run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
+        run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
+    return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s))
+
+
+def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
+                             chunk: int = 500) -> int:
+    """How many rows of effective_tools and effective_documents differ from a recomputation from history;
+    compared a chunk of subjects at a time, so memory stays bounded whatever the read model's size."""
+    check = query("materialized_differences", rows="computed")
+    differences = 0
+    for start in range(0, len(subjects), chunk):
+        with subjects_registered(con, subjects[start:start + chunk]):
+            differences += run(con, check, _NOW)[0][0]
+    # Rows for subjects that do not exist at all are differences too.
+    known = {f"{kind}:{name}" for kind, name in subjects}
+    stray = run(con, "SELECT DISTINCT subject FROM effective_documents UNION SELECT DISTINCT subject_kind || ':' || "
+                     "subject FROM effective_tools")
+    return differences + sum(1 for (subject,) in stray if subject not in known)

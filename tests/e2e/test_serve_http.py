@@ -1,0 +1,373 @@
+"""End to end: `toolcat serve` on the bundled example story, one real server process for the module, asked
+over HTTP as a service would: every read endpoint answers the command line's document, writes are the
+command line's writes, errors are problem+json with the stable codes, and the HTTP extras (ETag, 304,
+deprecation headers, 410, min_position, limits) hold.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from infra.cli import run
+from infra.http.answers import REPLY_MEDIA_TYPE
+from infra.http.commands import READ_ROUTES, commands_of
+from infra.settings import Settings
+from tests.serving import Served, serving, tokens
+from tests.support import SCRIPT, run_in_process, toolcat_environ
+
+DEPRECATED, RETIRED = "mcp.memory.write", "mcp.memory.search"
+# The read commands every endpoint is checked against: argv → (path, query).
+READS = {
+    ("tool", "list", "--limit", "3"): ("/v1/tools", {"limit": 3}),
+    ("tool", "show", DEPRECATED): (f"/v1/tools/{DEPRECATED}", {}),
+    ("resolve", "tool.fs.read"): ("/v1/resolve/tool.fs.read", {}),
+    ("effective", "agent:triage"): ("/v1/subjects/agent:triage/effective", {}),
+    ("effective", "agent:triage", "--at", "150"): ("/v1/subjects/agent:triage/effective", {"at": 150}),
+    ("effective", "unit:eng", "--as-of", "2999-01-01T00:00:00Z"):
+        ("/v1/subjects/unit:eng/effective", {"as_of": "2999-01-01T00:00:00Z"}),
+    ("explain", "agent:triage", "read"): ("/v1/subjects/agent:triage/explain/read", {}),
+    ("audit", "alias", RETIRED): (f"/v1/audit/aliases/{RETIRED}", {}),
+    ("audit", "fingerprint", "--at", "50"): ("/v1/audit/fingerprint", {"at": 50}),
+    ("audit", "verify"): ("/v1/audit/verify", {}),
+}
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple[str, ...], Any]]:
+    """The example story in a home with tokens, and the documents the command line answers without a server."""
+    home = tmp_path_factory.mktemp("served") / "home"
+    run_in_process(home, SCRIPT)
+    with toolcat_environ("tester"):
+        answers = {argv: run(list(argv), Settings(home=home)).document for argv in READS}
+    return home, answers
+
+
+@pytest.fixture(scope="module")
+def keys(story: tuple[Path, Any]) -> dict[str, str]:
+    return tokens(story[0], admin="read,write,audit", reader="read", writer="write")
+
+
+@pytest.fixture(scope="module")
+def served(story: tuple[Path, Any], keys: dict[str, str]) -> Iterator[Served]:
+    with serving(story[0]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def admin(served: Served, keys: dict[str, str]) -> Iterator[httpx.Client]:
+    with served.client(keys["admin"]) as client:
+        yield client
+
+
+def problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == status and body["code"] == code, body
+    assert body["title"] and body["detail"] and isinstance(body["details"], dict)
+    return body
+
+
+def write(client: httpx.Client, path: str, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    response = client.post(path, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_every_read_endpoint_answers_the_command_lines_document(story: Any, admin: httpx.Client) -> None:
+    _, answers = story
+    for argv, (path, query) in READS.items():
+        response = admin.get(path, params=query)
+        assert response.status_code == 200, (argv, response.text)
+        assert response.headers["content-type"] == "application/json"
+        assert response.json() == answers[argv], argv
+
+
+def test_tools_page_with_cursors_through_the_whole_catalog(admin: httpx.Client) -> None:
+    everything = admin.get("/v1/tools", params={"limit": 1000}).json()["tools"]
+    paged, cursor = [], None
+    while True:
+        page = admin.get("/v1/tools", params={"limit": 4, **({"cursor": cursor} if cursor else {})}).json()
+        paged += page["tools"]
+        if (cursor := page["next_cursor"]) is None:
+            break
+    assert paged == everything and len(everything) > 8
+    problem(admin.get("/v1/tools", params={"cursor": "garbage"}), 400, "usage")
+    problem(admin.get("/v1/tools", params={"group": "nonsense"}), 400, "usage")
+
+
+def test_a_deprecated_alias_answers_the_canonical_tool_with_deprecation_link_and_sunset(
+        served: Served, admin: httpx.Client) -> None:
+    shown = admin.get(f"/v1/tools/{DEPRECATED}")
+    assert shown.status_code == 200 and shown.json()["canonical_id"] == "memory.write"
+    deprecated_at = admin.post("/v1/sql", json={"query": "SELECT floor(epoch(e.recorded_at))::BIGINT AS t FROM aliases a "
+                                                         f"JOIN events e ON e.position = a.deprecated_position "
+                                                         f"WHERE a.alias = '{DEPRECATED}'"}).json()[0]["t"]
+    assert shown.headers["Deprecation"] == f"@{deprecated_at}"
+    assert shown.headers["Link"] == f'<{served.url}/v1/tools/memory.write>; rel="successor-version"'
+    assert "Sunset" not in shown.headers  # no removal release is known yet
+
+    for milestone in ("canonical_shipped", "docs_shipped", "data_rewrite_shipped"):
+        write(admin, "/v1/alias/milestone", {"alias": DEPRECATED, "milestone": milestone, "release": "1.3.0"})
+    write(admin, "/v1/release/plan", {"version": "1.4.0", "date": "2027-06-01"})
+    for path in (f"/v1/tools/{DEPRECATED}", f"/v1/resolve/{DEPRECATED}"):
+        answer = admin.get(path)
+        assert answer.status_code == 200
+        assert answer.headers["Sunset"] == "Tue, 01 Jun 2027 00:00:00 GMT"
+        assert answer.headers["Deprecation"] == f"@{deprecated_at}"
+    assert admin.get(f"/v1/resolve/{DEPRECATED}").json()["lifecycle"] == "deprecated"
+    for canonical in ("/v1/tools/memory.write", "/v1/resolve/tool.fs.read"):
+        assert not {"Deprecation", "Sunset", "Link"} & set(admin.get(canonical).headers)
+
+
+def test_a_retired_id_is_gone_with_its_canonical_id(admin: httpx.Client) -> None:
+    for path in (f"/v1/tools/{RETIRED}", f"/v1/resolve/{RETIRED}"):
+        body = problem(admin.get(path), 410, "retired_alias")
+        assert body["details"]["canonical_id"] == "memory.search"
+    problem(admin.get("/v1/tools/no.such.tool"), 404, "unknown_tool")
+    problem(admin.get("/v1/subjects/agent:nobody/effective"), 404, "unknown_subject")
+
+
+def test_the_effective_set_carries_its_position_as_etag_and_answers_304_until_it_moves(
+        admin: httpx.Client) -> None:
+    first = admin.get("/v1/subjects/agent:triage/effective")
+    etag = first.headers["ETag"]
+    assert etag == f'"{first.json()["position"]}"'
+    unchanged = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
+    assert unchanged.status_code == 304 and unchanged.content == b"" and unchanged.headers["ETag"] == etag
+    write(admin, "/v1/unit/create", {"unit": "etag-moves"})
+    moved = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
+    assert moved.status_code == 200 and moved.headers["ETag"] != etag
+
+
+def test_min_position_waits_then_answers_503_with_retry_after(admin: httpx.Client) -> None:
+    head = admin.get("/v1/health").json()["position"]
+    fresh = admin.get("/v1/subjects/agent:triage/effective", params={"min_position": head, "timeout": 5})
+    assert fresh.status_code == 200 and fresh.json()["position"] >= head
+    late = admin.get("/v1/subjects/agent:triage/effective", params={"min_position": head + 1000, "timeout": 0.3})
+    body = problem(late, 503, "unavailable")
+    assert late.headers["Retry-After"] == "1" and body["details"]["wanted"] == head + 1000
+
+
+def test_writes_are_the_command_lines_with_the_tokens_name_as_actor(admin: httpx.Client) -> None:
+    answer = write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": "grep", "reason": "over http"})
+    assert [e["type"] for e in answer["events"]][-1] == "Grants.Added"
+    recorded = admin.post("/v1/sql", json={"query": "SELECT actor, reason FROM events WHERE position = "
+                                                    f"{answer['position']}"}).json()
+    assert recorded == [{"actor": "admin", "reason": "over http"}]
+    body = problem(admin.post("/v1/grant/revoke", json={"subject": "agent:triage", "target": "grep",
+                                                         "actor": "mallory"}), 400, "usage")
+    assert "token" in body["detail"]
+    visible = admin.get("/v1/subjects/agent:triage/effective", params={"min_position": answer["position"]})
+    assert visible.status_code == 200 and visible.json()["position"] >= answer["position"]
+
+
+def test_an_idempotency_key_replays_the_first_answer_and_refuses_another_command(admin: httpx.Client) -> None:
+    first = write(admin, "/v1/unit/create", {"unit": "keyed"}, **{"Idempotency-Key": "http-key-1"})
+    again = write(admin, "/v1/unit/create", {"unit": "keyed"}, **{"Idempotency-Key": "http-key-1"})
+    assert again == first and first["events"][0]["type"] == "IdempotencyKey.Used"
+    problem(admin.post("/v1/unit/create", json={"unit": "other"}, headers={"Idempotency-Key": "http-key-1"}),
+            409, "idempotency_key_reused")
+    assert admin.get("/v1/events", params={"idempotency_key": "http-key-1"}).json() == first
+
+
+def test_write_errors_are_problems_with_the_stable_codes(admin: httpx.Client) -> None:
+    problem(admin.post("/v1/grant/add", json={"subject": "agent:nobody", "target": "read"}), 404, "unknown_subject")
+    problem(admin.post("/v1/tool/register", json={"id": "memory.peek", "source": "plugin", "plugin": "acme",
+                                                   "group": "extension", "tier": "advanced",
+                                                   "visibility": "public"}), 422, "reserved_prefix")
+    problem(admin.post("/v1/tool/register", json={"id": "x.y", "source": "nowhere"}), 400, "usage")
+    problem(admin.post("/v1/grant/add", json={"subject": "agent:triage"}), 400, "usage")
+    problem(admin.post("/v1/release/plan", json={"version": "9.0.0", "date": "next week"}), 400, "usage")
+    problem(admin.post("/v1/release/plan", json={"version": "1.0.0", "date": "2027-01-01"}), 422, "release_order")
+    problem(admin.post("/v1/alias/retire", json={"alias": DEPRECATED, "release": "1.3.0"}), 422, "window_open")
+    problem(admin.post("/v1/tool/register", json={"id": "acme.x", "source": "plugin", "plugin": "acme",
+                                                   "group": "extension", "tier": "advanced", "visibility": "public",
+                                                   "schema": "/etc/passwd"}), 400, "usage")
+    problem(admin.get("/v1/no/such/thing"), 404, "not_found")
+
+
+def test_a_schema_is_given_inline_over_http(admin: httpx.Client) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    write(admin, "/v1/tool/register", {"id": "acme.inline", "source": "plugin", "plugin": "acme",
+                                       "group": "extension", "tier": "advanced", "visibility": "public",
+                                       "schema": schema, "classes": ["source:sensitive"]})
+    shown = admin.get("/v1/tools/acme.inline").json()
+    assert shown["schema_valid"] is True and shown["classes"] == ["source:sensitive"]
+
+
+def test_tokens_and_scopes_decide_who_may_do_what(served: Served, keys: dict[str, str]) -> None:
+    with served.client() as anonymous, served.client("tc_not-a-token") as stranger, \
+            served.client(keys["reader"]) as reader, served.client(keys["writer"]) as writer:
+        problem(anonymous.get("/v1/tools"), 401, "unauthenticated")
+        assert anonymous.get("/v1/tools").headers["WWW-Authenticate"].startswith("Bearer")
+        problem(stranger.get("/v1/tools"), 401, "unauthenticated")
+        assert reader.get("/v1/tools").status_code == 200
+        problem(reader.post("/v1/unit/create", json={"unit": "nope"}), 403, "forbidden")
+        problem(reader.get("/v1/audit/verify"), 403, "forbidden")
+        problem(writer.get("/v1/tools"), 403, "forbidden")
+        assert writer.post("/v1/unit/create", json={"unit": "by-writer"}).status_code == 200
+        for open_path in ("/v1/health", "/v1/ready", "/metrics", "/openapi.json"):
+            # /v1/ready may be 503 right after a write: not caught up is not unauthenticated.
+            assert anonymous.get(open_path).status_code in (200, 503), open_path
+
+
+def test_sql_answers_rows_and_refuses_anything_but_reading(admin: httpx.Client) -> None:
+    rows = admin.post("/v1/sql", json={"query": "SELECT count(*) AS n FROM tools"})
+    assert rows.status_code == 200 and rows.json()[0]["n"] > 8
+    problem(admin.post("/v1/sql", json={"query": "DROP TABLE events"}), 400, "sql_refused")
+    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM no_such_table"}), 400, "usage")
+    assert admin.post("/v1/sql", json={"query": "SELECT 1 AS one"}).json() == [{"one": 1}]
+
+
+def test_the_audit_report_is_html_or_json(admin: httpx.Client) -> None:
+    page = admin.get("/v1/audit/report")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "<svg" in page.text and RETIRED in page.text
+    report = admin.get("/v1/audit/report", params={"alias": RETIRED, "format": "json"}).json()
+    assert [a["alias"] for a in report["aliases"]] == [RETIRED]
+    problem(admin.get("/v1/audit/report", params={"alias": "no.such.alias"}), 404, "unknown_tool")
+    replay = admin.get("/v1/audit/replay").json()
+    assert replay["matches"] is True
+
+
+def test_the_command_lines_client_gets_the_whole_reply(admin: httpx.Client) -> None:
+    answer = admin.get("/v1/resolve/tool.fs.read", headers={"Accept": REPLY_MEDIA_TYPE})
+    assert answer.headers["content-type"] == REPLY_MEDIA_TYPE
+    assert answer.json() == {"document": {"input": "tool.fs.read", "canonical_id": "read", "lifecycle": "alias",
+                                          "shim": True},
+                             "human": ["tool.fs.read → read [alias (shim)]"], "exit_code": 0}
+
+
+def test_operators_see_health_readiness_and_metrics(admin: httpx.Client) -> None:
+    health = admin.get("/v1/health").json()
+    assert health["status"] == "ok" and health["position"] == health["store_head"] > 0
+    assert admin.get("/v1/ready").status_code == 200
+    admin.get("/v1/subjects/agent:triage/effective")
+    metrics = admin.get("/metrics").text
+    for name in ("toolcat_projection_lag_events 0.0", "toolcat_projection_lag_seconds 0.0",
+                 "toolcat_batch_duration_seconds_count", "toolcat_events_applied_total",
+                 "toolcat_events_per_second",
+                 'toolcat_http_request_duration_seconds_count{method="GET",route="/v1/subjects/{subject}/effective"'):
+        assert name in metrics, name
+
+
+def test_the_openapi_document_describes_every_read_and_write(admin: httpx.Client) -> None:
+    document = admin.get("/openapi.json").json()
+    paths = document["paths"]
+    for method, path in READ_ROUTES.values():
+        assert method.lower() in paths[path], path
+    for command in commands_of("write"):
+        operation = paths["/v1/" + command.replace(" ", "/")]["post"]
+        assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert "422" in operation["responses"] and "WriteAnswer" in json.dumps(operation["responses"]["200"])
+    schemas = document["components"]["schemas"]
+    assert {"ToolDescriptor", "EffectiveSet", "Problem", "GrantAddBody"} <= set(schemas)
+    assert set(schemas["GrantAddBody"]["required"]) == {"subject", "target"}
+    assert "actor" not in schemas["GrantAddBody"]["properties"]
+    assert "bearer" in json.dumps(document["components"]["securitySchemes"]).lower()
+
+
+def test_request_bodies_and_query_strings_have_limits(admin: httpx.Client) -> None:
+    huge = admin.post("/v1/sql", content=b'{"query": "' + b"x" * 2_000_000 + b'"}',
+                      headers={"content-type": "application/json"})
+    assert huge.status_code == 413 and huge.json()["code"] == "too_large"
+    long = admin.get("/v1/tools", params={"family": "f" * 10_000})
+    assert long.status_code == 414 and long.json()["code"] == "too_large"
+
+
+
+# -- watch: Server-Sent Events ---------------------------------------------------------------------------
+class Stream:
+    """The events of one SSE response, read as they come."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        self.lines = response.iter_lines()
+
+    def next(self) -> tuple[int, list[dict[str, Any]]]:
+        fields: dict[str, str] = {}
+        for line in self.lines:
+            if not line:
+                if "data" in fields:
+                    data = json.loads(fields["data"])
+                    assert int(fields["id"]) == data["position"] and fields["event"] == "changes"
+                    return data["position"], data["changes"]
+                continue
+            if not line.startswith(":"):
+                name, _, value = line.partition(":")
+                fields[name] = value.strip()
+        raise AssertionError("the stream ended")
+
+
+def grant_plugin_tool(admin: httpx.Client, tool_id: str) -> int:
+    write(admin, "/v1/tool/register", {"id": tool_id, "source": "plugin", "plugin": "acme", "group": "extension",
+                                       "tier": "advanced", "visibility": "public"})
+    return write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": tool_id})["position"]
+
+
+def changed(changes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(c["change"], c["tool_id"]) for c in changes]
+
+
+def test_watch_resumes_after_a_dropped_connection_missing_nothing_and_repeating_nothing(
+        served: Served, keys: dict[str, str], admin: httpx.Client) -> None:
+    path = "/v1/subjects/agent:triage/watch"
+    current = admin.get("/v1/subjects/agent:triage/effective").json()
+    with served.client(keys["reader"]) as watcher, watcher.stream("GET", path) as response:
+        stream = Stream(response)
+        position, changes = stream.next()
+        assert position == current["position"]
+        assert [c["row"] for c in changes] == current["tools"] and {c["change"] for c in changes} == {"added"}
+        granted = grant_plugin_tool(admin, "acme.watch-one")
+        position, changes = stream.next()
+        assert (position, changed(changes)) == (granted, [("added", "acme.watch-one")])
+    # Dropped. Two changes happen while nobody listens.
+    grant_plugin_tool(admin, "acme.watch-two")
+    revoked = write(admin, "/v1/grant/revoke", {"subject": "agent:triage", "target": "acme.watch-one"})["position"]
+    with served.client(keys["reader"]) as watcher, \
+            watcher.stream("GET", path, headers={"Last-Event-ID": str(granted)}) as response:
+        stream = Stream(response)
+        position, changes = stream.next()
+        assert position >= revoked
+        assert changed(changes) == [("added", "acme.watch-two"), ("removed", "acme.watch-one")]
+        last = write(admin, "/v1/grant/revoke", {"subject": "agent:triage", "target": "acme.watch-two"})["position"]
+        position, changes = stream.next()
+        assert (position, changed(changes)) == (last, [("removed", "acme.watch-two")])
+    problem(admin.get("/v1/subjects/agent:nobody/watch"), 404, "unknown_subject")
+    problem(admin.get(path, headers={"Last-Event-ID": "yesterday"}), 400, "usage")
+
+
+# -- the command line on a served home ---------------------------------------------------------------
+def test_the_command_line_reads_through_the_server_and_never_opens_the_file(
+        served: Served, admin: httpx.Client, tmp_path: Path) -> None:
+    from tests.support import error_of, ok, run_toolcat, toolcat_env
+    # Were the command line to open the read model the server holds, it would give up within a second.
+    env = toolcat_env("cli", {"TOOLCAT_HOME": str(served.home), "TOOLCAT_DUCKDB_LOCK_WAIT_SECONDS": "1"})
+
+    def toolcat(*args: str) -> Any:
+        return run_toolcat(*args, env=env, timeout=120)
+
+    for argv in (("tool", "show", DEPRECATED), ("effective", "agent:triage", "--at", "150"), ("audit", "verify")):
+        path, query = READS[argv]
+        assert ok(toolcat(*argv)) == admin.get(path, params=query).json(), argv
+    written = ok(toolcat("grant", "add", "agent:triage", "acme.ticket.open", "--idempotency-key", "cli-1"))
+    seen = ok(toolcat("effective", "agent:triage"))  # a read sees every write that finished before it
+    assert seen["position"] >= written["position"]
+    assert "acme.ticket.open" in [t["tool_id"] for t in seen["tools"]]
+    assert ok(toolcat("grant", "add", "agent:triage", "acme.ticket.open", "--idempotency-key", "cli-1")) == written
+    assert ok(toolcat("sql", "SELECT actor FROM events WHERE position = " + str(written["position"]))) == \
+        [{"actor": "cli"}]
+    assert error_of(toolcat("resolve", RETIRED))["details"]["canonical_id"] == "memory.search"
+    assert toolcat("resolve", RETIRED).code == 3
+    assert error_of(toolcat("project"))["code"] == "conflict"
+    assert ok(toolcat("audit", "seal"))["events"]
+    report = ok(toolcat("audit", "report", "--format", "json", "-o", str(tmp_path / "report.json")))
+    assert report["aliases"] == len(json.loads((tmp_path / "report.json").read_text())["aliases"]) > 0
+    plain = run_toolcat("resolve", "tool.fs.read", env=env, timeout=120, json_output=False)
+    assert plain.code == 0 and plain.stdout.strip() == "tool.fs.read → read [alias (shim)]"

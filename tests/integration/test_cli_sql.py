@@ -1,0 +1,86 @@
+"""`toolcat sql` as the analyst meets it (issues 14 and 17): refusals and SQL errors with codes of their own,
+JSON columns as JSON values, --json and --format that cannot both be obeyed refused, and the statement
+timeout and row limit taken from the settings."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import Run, ok, toolcat_in_process
+
+SECRET = "toolcat-secret-4711"
+
+
+def failed(run: Run, exit_code: int, code: str) -> dict[str, Any]:
+    assert run.code == exit_code, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
+    assert run.stdout == ""
+    error = run.error
+    assert error["code"] == code, error
+    return error
+
+
+def test_sql_that_would_write_or_read_a_file_is_refused(story: int, cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "copied.csv"
+    error = failed(cli("sql", f"COPY (SELECT * FROM events) TO '{out}'"), 3, "sql_refused")
+    assert "COPY reads or writes files" in error["message"] and error["details"] == {"statement": "COPY"}
+    assert not out.exists()
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    for query in (f"SELECT content FROM read_text('{secret}')", f"SELECT * FROM '{secret}'"):
+        run = cli("sql", query)
+        failed(run, 3, "sql_refused")
+        assert SECRET not in run.stderr
+    error = failed(cli("sql", "SELECT 1; SELECT 2"), 3, "sql_refused")
+    assert "one statement at a time" in error["message"]
+
+
+def test_sql_errors_have_a_code_of_their_own(story: int, cli: Any) -> None:
+    error = failed(cli("sql", "SELECT nosuch FROM events"), 2, "sql_error")
+    assert "nosuch" in error["message"]
+    failed(cli("sql", "SELEC 1"), 2, "sql_error")
+
+
+def test_json_columns_are_answered_as_json_values(story: int, cli: Any, home: Path) -> None:
+    policy = ok(cli("sql", "SELECT data FROM events WHERE type = 'Policy.Recorded'"))[0]["data"]
+    assert policy["policy"]["name"] == "tyrum"
+    documents = ok(cli("sql", "SELECT subject, tools FROM effective_documents ORDER BY subject LIMIT 1"))
+    assert isinstance(documents[0]["tools"], list) and {"tool_id", "provenance"} <= set(documents[0]["tools"][0])
+    as_format = toolcat_in_process(home, "sql", "SELECT data FROM events WHERE position = 1", "--format", "json")
+    assert json.loads(as_format.stdout)[0]["data"] == policy
+    as_csv = toolcat_in_process(home, "sql", "SELECT position, data FROM events WHERE position = 1",
+                                "--format", "csv")
+    (row,) = csv.DictReader(io.StringIO(as_csv.stdout))
+    assert row["position"] == "1" and json.loads(row["data"]) == policy
+
+
+@pytest.mark.parametrize("other", ["csv", "table"])
+def test_json_with_another_format_is_refused_not_ignored(story: int, cli: Any, other: str) -> None:
+    error = failed(cli("sql", "SELECT 1 AS one", "--format", other), 2, "usage")
+    assert f"--format {other}" in error["message"] and "--json" in error["message"]
+    assert ok(cli("sql", "SELECT 1 AS one", "--format", "json")) == [{"one": 1}]
+
+
+def test_the_timeout_comes_from_the_settings(story: int, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLCAT_SQL_TIMEOUT_SECONDS", "0.3")
+    error = failed(cli("sql", "SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"), 3, "sql_timeout")
+    assert error["details"] == {"timeout_seconds": 0.3}
+    assert ok(cli("sql", "SELECT count(*) AS n FROM events")) == [{"n": story}]
+
+
+def test_the_row_limit_comes_from_the_settings_and_is_told(story: int, cli: Any, home: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLCAT_SQL_ROW_LIMIT", "2")
+    query = "SELECT position FROM events ORDER BY position"
+    run = cli("sql", query)
+    assert ok(run) == [{"position": 1}, {"position": 2}]
+    assert "only the first 2 rows are shown (TOOLCAT_SQL_ROW_LIMIT)" in run.stderr
+    table = toolcat_in_process(home, "sql", query)
+    assert table.code == 0 and "TOOLCAT_SQL_ROW_LIMIT" in table.stderr
+    assert [line.split()[1] for line in table.stdout.splitlines() if line.startswith("│")] == ["1", "2"]
+    whole = cli("sql", "SELECT position FROM events WHERE position <= 2")
+    assert len(ok(whole)) == 2 and whole.stderr == ""

@@ -1,0 +1,72 @@
+"""The queries of projections/sql/: each one loads, fills its fragments and runs on a real read model, and
+the per-subject digests of the refresh follow the one digest scheme of the fingerprint."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from domain.base import Meta
+from domain.naming import preset
+from infra.settings import Settings
+from infra.wiring import open_catalog, open_read_model
+from projections.catchup import catch_up
+from projections.effective import INFINITY, effective_digest, subjects_at, subjects_registered
+from projections.projector import Projector
+from projections.rows import run
+from projections.sqlfiles import query, sql_files
+
+META = Meta(actor="tester")
+# A value for every parameter a query may name.
+PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-such-key", "ids": ["arxiv.search"],
+                              "units": ["org"], "id": "arxiv.search", "alias": "arxiv.find"}
+
+
+@pytest.fixture
+def con(tmp_path: Path) -> Any:
+    """A read model of two units, two agents, a connector bound to the parent unit and a grant."""
+    settings = Settings(home=tmp_path / "home")
+    catalog = open_catalog(settings)
+    catalog.init(preset("spring-voyage"), META)
+    catalog.register_connector("arxiv", None, ["arxiv.search", "arxiv.fetch"], META)
+    catalog.create_unit("org", None, META)
+    catalog.create_unit("lab", "org", META)
+    catalog.create_agent("ada", "lab", "stateful", META)
+    catalog.create_agent("bob", "org", "stateful", META)
+    catalog.bind_connector("arxiv", "org", META)
+    catalog.add_grant("agent:ada", "arxiv.search", META)
+    read_model = open_read_model(settings)
+    catch_up(catalog, Projector(read_model))
+    catalog.close()
+    yield read_model
+    read_model.close()
+
+
+def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
+    names = [name.removesuffix(".sql") for name, _ in sql_files("sql")]
+    assert "effective_set" in names and "materialized_differences" in names
+    for name in names:
+        if name == "effective_set":
+            continue  # CTEs only: run through the files that include it
+        text = query(name, rows="effective_tools")
+        assert "{{" not in text, name
+        wanted = {key: PARAMETERS[key] for key in re.findall(r"\$(\w+)", text)}
+        with subjects_registered(con, subjects_at(con)):
+            run(con, text, wanted)
+
+
+def test_an_unknown_query_or_fragment_is_named(con: Any) -> None:
+    with pytest.raises(KeyError, match="no_such_query"):
+        query("no_such_query")
+
+
+def test_the_refresh_digests_each_set_as_the_fingerprint_digests_it(con: Any) -> None:
+    subjects = subjects_at(con)
+    assert ("agent", "ada") in subjects and ("unit", "lab") in subjects
+    with subjects_registered(con, subjects):
+        per_subject = dict(run(con, query("set_digests")))
+    assert len(set(per_subject.values())) > 1  # different sets, different digests
+    for kind, name in subjects:
+        assert per_subject[f"{kind}:{name}"] == effective_digest(con, [(kind, name)], INFINITY), (kind, name)

@@ -1,0 +1,73 @@
+"""A real `toolcat serve` process on a free loopback port, for the tests: started on a home, found by the
+address file it records, stopped with SIGTERM (which must end it with exit 0)."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from infra.http.address import read_address
+from infra.http.auth import create_token
+from tests.support import TOOLCAT, toolcat_env
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    home: Path
+    url: str
+    log: Path
+
+    def client(self, token: str | None = None, **options: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **options)
+
+    def stop(self, timeout: float = 90) -> int:
+        """SIGTERM, then the exit code (a hang fails the test)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError(f"the server did not stop within {timeout}s:\n{self.log.read_text()}") from None
+
+
+def start_server(home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Served:
+    """`toolcat serve --port 0 ARGS` on `home`; returns once it listens (its address file names it)."""
+    home.mkdir(parents=True, exist_ok=True)
+    log = home.parent / f"serve-{time.monotonic_ns()}.log"
+    with log.open("w") as out:
+        process = subprocess.Popen([TOOLCAT, "serve", "--port", "0", *args], stdout=out, stderr=subprocess.STDOUT,
+                                   text=True, env=toolcat_env("serve", {"TOOLCAT_HOME": str(home)}, env))
+    deadline = time.monotonic() + timeout
+    while (address := read_address(home)) is None or address.pid != process.pid:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"toolcat serve did not start (exit {process.poll()}):\n{log.read_text()}")
+        time.sleep(0.05)
+    return Served(process, home, address.url, log)
+
+
+@contextlib.contextmanager
+def serving(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """A server for the block; it must stop cleanly (exit 0) and remove its address file."""
+    served = start_server(home, *args, env=env)
+    try:
+        yield served
+    finally:
+        code = served.stop()
+        assert code == 0, f"toolcat serve exited {code}:\n{served.log.read_text()}"
+        assert read_address(home) is None
+
+
+def tokens(home: Path, **scopes: str) -> dict[str, str]:
+    """Tokens by name, e.g. tokens(home, admin="read,write,audit")."""
+    return {name: create_token(home, name, scope.split(",")) for name, scope in scopes.items()}

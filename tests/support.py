@@ -1,0 +1,121 @@
+"""What the suites share that is not a fixture: running `toolcat` (as a subprocess or in this process)
+with no TOOLCAT_ setting leaking in from the caller's environment, and reading its answers.
+
+A plain module, so that tests, fixtures and child processes (`python -c "from tests…"`) can import it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.cli import main
+from infra.dev.demo import EXAMPLES, script_lines
+
+TOOLCAT = str(Path(sys.executable).with_name("toolcat"))
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The bundled example story (examples/tyrum.toolcat), one argument list per command.
+SCRIPT = script_lines(EXAMPLES / "tyrum.toolcat")
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    @property
+    def error(self) -> dict[str, Any]:
+        return json.loads(self.stderr)["error"]
+
+
+def ok(run: Run) -> Any:
+    """The JSON answer of a command that must have succeeded."""
+    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
+    return run.json
+
+
+def error_of(run: Run) -> dict[str, Any]:
+    """The JSON error document a failed `--json` command wrote (other stderr lines, e.g. client logs,
+    are ignored)."""
+    for line in reversed(run.stderr.splitlines()):
+        if line.startswith('{"error"'):
+            return json.loads(line)["error"]
+    raise AssertionError(f"exit {run.code} without a JSON error document on stderr:\n{run.stderr}")
+
+
+# -- the environment ---------------------------------------------------------------------------------
+
+def clean_environ() -> dict[str, str]:
+    """This process's environment without any TOOLCAT_ setting (the tests say which they want)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("TOOLCAT_")}
+
+
+def toolcat_env(actor: str, *extra: dict[str, str] | None) -> dict[str, str]:
+    """The environment of a `toolcat` subprocess: no inherited TOOLCAT_ setting, this actor, then `extra`."""
+    env = clean_environ()
+    env["TOOLCAT_ACTOR"] = actor
+    for settings in extra:
+        env.update(settings or {})
+    return env
+
+
+@contextlib.contextmanager
+def toolcat_environ(actor: str) -> Iterator[None]:
+    """This process's environment without any TOOLCAT_ setting but the actor, restored on exit."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("TOOLCAT_")]:
+            patch.delenv(key)
+        patch.setenv("TOOLCAT_ACTOR", actor)
+        yield
+
+
+# -- running toolcat ---------------------------------------------------------------------------------
+
+def run_toolcat(*args: str, env: dict[str, str], timeout: float, json_output: bool = True) -> Run:
+    """The installed `toolcat ARGS [--json]` in a subprocess with exactly `env`; a hang fails the test."""
+    command = [TOOLCAT, *args] + (["--json"] if json_output else [])
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired as error:
+        raise AssertionError(f"toolcat {' '.join(args)} did not finish within {timeout}s:\n"
+                             f"stdout: {error.stdout}\nstderr: {error.stderr}") from error
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def toolcat_in_process(home: Path, *args: str) -> Run:
+    """`toolcat ARGS --home HOME` run in this process (fast), its output captured. The caller sets the
+    environment (see `toolcat_environ`)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*args, "--home", str(home)])
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def run_in_process(home: Path, commands: Iterable[list[str]], actor: str = "tester") -> None:
+    """Run toolcat commands in this process against `home` (fast); each must succeed."""
+    with toolcat_environ(actor):
+        for args in commands:
+            run = toolcat_in_process(home, *args)
+            assert run.code == 0, f"toolcat {' '.join(args)} failed with exit {run.code}: {run.stderr.strip()}"
+
+
+def run_python_child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE ARGS…` from the project root (so `tests.…` imports), no TOOLCAT_ environment."""
+    env = clean_environ()
+    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
