@@ -22,6 +22,9 @@ install-dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(BIN)/toolcat --home $(or $(TOOLCAT_DEMO_HOME),.toolcat-demo) demo
 
+# Two pytest workers, one per core: every test has its own home, schema and topics, so they run apart.
+PYTEST_ARGS ?= -n 2
+
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
