@@ -51,6 +51,7 @@ class CatalogPart(BufferedPart):
             "IdempotencyKey.Used": self.ignore,
             "Audit.Started": self.ignore,
             "Audit.Sealed": self.sealed,
+            "Namespace.Claimed": self.ignore,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:

@@ -23,6 +23,8 @@ def register(commands: Commands) -> None:
                      "write")
     p.add_argument("old", metavar="OLD")
     p.add_argument("new", metavar="NEW")
+    p.add_argument("--source", choices=SOURCES,
+                   help="move the tool to another provenance (e.g. mcp -> builtin_mcp into the memory family)")
     commands.add("tool show", cmd_tool_show, "show a tool's descriptor", "read").add_argument("id", metavar="ID")
     p = commands.add("tool list", cmd_tool_list, "list tools, a page at a time", "read")
     p.add_argument("--group", choices=GROUPS)
@@ -75,7 +77,7 @@ def cmd_tool_register(ctx: Context) -> Reply:
 
 
 def cmd_tool_rename(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.rename_tool(ctx.args.old, ctx.args.new, ctx.meta()))
+    return answer(ctx, ctx.catalog.rename_tool(ctx.args.old, ctx.args.new, ctx.meta(), source=ctx.args.source))
 
 
 def _tool_lines(tool: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from domain.errors import (
     AliasConflict,
     DuplicateMilestone,
     DuplicateStep,
+    LegacyId,
     ReleaseOrder,
     RetiredAlias,
     StepsIncomplete,
@@ -280,7 +281,7 @@ def test_given_retired_alias_when_renaming_another_tool_to_it_then_alias_conflic
         retired.rename_tool("mcp.memory.plant", ALIAS, META)
 
 
-def test_given_retired_old_id_when_tool_renamed_back_to_it_then_alias_conflict_not_promoted():
+def test_given_retired_old_id_when_tool_renamed_back_to_it_then_legacy_id_not_promoted():
     app = new_catalog()
     app.register_tool("memory.seed", spec(group="memory"), META)
     app.publish_release("1.0.0", META)
@@ -291,7 +292,7 @@ def test_given_retired_old_id_when_tool_renamed_back_to_it_then_alias_conflict_n
     app.publish_release("1.2.0", META)
     app.retire_alias("memory.seed", "1.2.0", META)
 
-    with rejected(app, AliasConflict, "alias_conflict") as info:
+    with rejected(app, LegacyId, "legacy_id") as info:
         app.rename_tool("memory.seedling", "memory.seed", META)
     assert info.value.details["lifecycle"] == "retired"
 

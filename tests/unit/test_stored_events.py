@@ -75,7 +75,7 @@ def test_given_current_version_data_when_upcast_then_unchanged():
 
     assert registry.current_version("Tool.Registered") == 2
     assert registry.upcast("Tool.Registered", 2, data) == data
-    assert registry.upcast("Tool.Renamed", 1, {"old_id": "a.b"}) == {"old_id": "a.b"}
+    assert registry.upcast("Tool.Renamed", 2, {"old_id": "a.b"}) == {"old_id": "a.b"}
 
 
 # --- published event names ------------------------------------------------------------------------
