@@ -157,12 +157,15 @@ def check_image_ref(value: str) -> str:
     return value
 
 
-def image_repository(value: str) -> str:
-    """The repository of a checked image reference, without tag or digest: what its tools' namespace
-    belongs to, whichever version of the image runs."""
+def image_publisher(value: str) -> str:
+    """Who publishes a checked image reference: its repository without the last path component or
+    the tag (`acme/librarian:1.1` -> `acme`; a one-component name is its own publisher). The agent
+    author chooses an image's tool namespace, so the namespace belongs to the publisher, whichever
+    of its images and versions runs."""
     matched = _OCI_REFERENCE.fullmatch(check_image_ref(value))
     assert matched is not None  # check_image_ref refused anything else
-    return matched.group(1)
+    repository = matched.group(1)
+    return repository.rpartition("/")[0] or repository
 
 
 def check_idempotency_key(value: str) -> str:

@@ -8,7 +8,7 @@ from domain.base import Meta
 from domain.connector import Connector, connector_key
 from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, InvalidPattern, NotModelFacing, \
     ReservedPrefix, RetiredAlias, UnknownConnector, UnknownSubject, UnknownTool, UsageError
-from domain.grammar import check_entry, check_name, image_repository, check_namespace, check_pattern, shown
+from domain.grammar import check_entry, check_name, image_publisher, check_namespace, check_pattern, shown
 from domain.grants import SubjectGrants, grants_key, is_pattern
 from domain.name import NameClaim
 from domain.subjects import Agent, StateMode, Unit, agent_key, parse_effective_at, parse_subject, unit_key
@@ -166,7 +166,7 @@ class SubjectUseCases(CatalogApplication):
             agent = self.agent(name)
             if not image.strip():
                 raise UsageError("an image declaration names the image reference", agent=name)
-            owner = f"image:{image_repository(image)}"
+            owner = f"image:{image_publisher(image)}"
             for tool_id in tools:
                 self._refuse_platform_namespace(batch, tool_id.split(".", 1)[0], "image")
             declared = [self._tool_or_register(batch, tool_id, "image", owner, meta) for tool_id in dict.fromkeys(tools)]

@@ -10,7 +10,7 @@ from eventsourcing.domain import Aggregate
 from domain.base import CatalogEvent, Meta, create, natural_id, record
 from domain.errors import AliasState, RetiredAlias
 from domain.values import ToolSpec, default_family
-from domain.window import check_milestone, check_retirement, check_step
+from domain.window import check_milestone, check_milestone_release, check_retirement, check_step
 
 
 def new_tool_key(tool_id: str) -> uuid.UUID:
@@ -158,6 +158,7 @@ class Tool(Aggregate):
                          meta: Meta) -> None:
         self._require_lifecycle(alias, "deprecated", "milestones belong to deprecated aliases")
         check_milestone(milestone, self.aliases[alias].milestones)
+        check_milestone_release(release, self.canonical_since)
         record(self, self.MilestoneRecorded, meta, alias=alias, milestone=milestone, release=release,
                evidence=evidence)
 

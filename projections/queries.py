@@ -117,7 +117,9 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
         "alias": alias, "canonical_id": entry["canonical_id"], "state": entry["lifecycle"],
         "shim": entry["shim"],
         "window": {"opened_release": opened,
-                   "earliest_removal_release": earliest_removal({m["name"]: m["release"] for m in milestones}),
+                   "earliest_removal_release": earliest_removal(
+                       {m["name"]: m["release"] for m in milestones},
+                       scalar(con, query("canonical_introduced"), {"alias": alias})),
                    "closed": entry["lifecycle"] == "retired",
                    "retired_release": entry["retired_release"]},
         "milestones": milestones,
