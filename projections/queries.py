@@ -49,8 +49,8 @@ def _describe(tool: dict[str, Any], aliases: list[dict[str, Any]]) -> dict[str, 
 def _aliases_by_tool(con: duckdb.DuckDBPyConnection, tool_keys: list[str]) -> dict[str, list[dict]]:
     grouped: dict[str, list[dict]] = {key: [] for key in tool_keys}
     for row in select_rows(con, "SELECT tool_key, alias, lifecycle, shim FROM aliases WHERE tool_key IN "
-                                "(SELECT unnest(?::VARCHAR[])) ORDER BY alias", [tool_keys]):
-        grouped[row["tool_key"]].append(row)
+                                "(SELECT unnest(?::VARCHAR[])) AND lifecycle <> 'retired' ORDER BY alias", [tool_keys]):
+        grouped[row["tool_key"]].append(row)  # retired IDs left out: removal step 4 drops their metadata
     return grouped
 
 
@@ -75,16 +75,18 @@ def decode_cursor(cursor: str) -> str:
 
 
 def tool_list(con: duckdb.DuckDBPyConnection, group: str | None = None, family: str | None = None,
-              limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
-    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page."""
+              limit: int = 100, cursor: str | None = None, visibility: str = "public") -> dict[str, Any]:
+    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page. Only the
+    public inventory unless `visibility` asks for another (or `all`)."""
     if limit < 1 or limit > 10_000:
         raise UsageError("--limit must be between 1 and 10000", limit=limit)
     after = decode_cursor(cursor) if cursor else None
     tools = select_rows(con, f"""
         SELECT {_TOOL_COLUMNS} FROM tools t
         WHERE (?::VARCHAR IS NULL OR t.group_name = ?) AND (?::VARCHAR IS NULL OR t.family = ?)
-          AND (?::VARCHAR IS NULL OR t.canonical_id > ?)
-        ORDER BY t.canonical_id LIMIT ?""", [group, group, family, family, after, after, limit + 1])
+          AND (?::VARCHAR IS NULL OR t.canonical_id > ?) AND (? = 'all' OR t.visibility = ?)
+        ORDER BY t.canonical_id LIMIT ?""", [group, group, family, family, after, after, visibility, visibility,
+                                             limit + 1])
     page, more = tools[:limit], len(tools) > limit
     aliases = _aliases_by_tool(con, [t["tool_key"] for t in page])
     return {"tools": [_describe(t, aliases[t["tool_key"]]) for t in page],

@@ -31,6 +31,8 @@ def register(commands: Commands) -> None:
     p.add_argument("--family")
     p.add_argument("--limit", type=int, default=100)
     p.add_argument("--cursor")
+    p.add_argument("--visibility", choices=(*VISIBILITIES, "all"), default="public",
+                   help="which inventory: public (default), internal, runtime_only or all")
     commands.add("resolve", cmd_resolve, "resolve an ID or alias to its canonical ID", "read") \
         .add_argument("id", metavar="ID")
 
@@ -98,7 +100,7 @@ def cmd_tool_show(ctx: Context) -> Reply:
 
 def cmd_tool_list(ctx: Context) -> Reply:
     a = ctx.args
-    page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor)
+    page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor, a.visibility)
     human: list[Any] = [Table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],
                               [[t["canonical_id"], t["group"], t["tier"], t["visibility"], t["source"],
                                 ", ".join(x["id"] for x in t["aliases"])] for t in page["tools"]])]
