@@ -104,9 +104,9 @@ class CatalogApplication(Application[uuid.UUID]):
                 any(f"{namespace}.".startswith(p) for p in policy.reserved_prefixes):
             return
         pending = [a for a in batch.aggregates if isinstance(a, NamespaceClaim) and a.namespace == namespace]
-        claim = pending[0] if pending else self.get_or_none(namespace_key(namespace), NamespaceClaim)
-        if claim is not None:
-            claim.refuse_unless(owner, tool_id)
+        held = pending[0] if pending else self.get_or_none(namespace_key(namespace), NamespaceClaim)
+        if held is not None:
+            held.refuse_unless(owner, tool_id)
         elif owner is not None and claim:
             batch.add(NamespaceClaim.claim(namespace, owner, batch.meta))
 

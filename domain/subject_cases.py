@@ -58,10 +58,10 @@ class SubjectUseCases(CatalogApplication):
             self.enter_namespace(batch, tool.tool_id, owner, claim=False)
             return tool
         batch.policy.check_tool_id(tool_id, source)
-        self.enter_namespace(batch, tool_id, owner)
         spec = ToolSpec(source=source, group="extension", tier="advanced", visibility="public")  # type: ignore[arg-type]
         tool = Tool.register(tool_id, spec.with_family(tool_id), batch.releases().latest, meta)
         batch.add(tool, NameClaim.claim(tool_id, tool.id, meta))
+        self.enter_namespace(batch, tool_id, owner)
         return tool
 
     # -- units and agents ---------------------------------------------------------------------------

@@ -53,11 +53,11 @@ class ToolUseCases(CatalogApplication):
             batch.policy.check_tool_id(tool_id, spec.source)
             batch.policy.check_verb(tool_id, spec.risk)
             self._require_free(tool_id, as_what="a tool")
-            self.enter_namespace(batch, tool_id, plugin_owner(spec))
             checked = spec.with_family(tool_id).model_copy(
                 update={"schema_valid": spec.input_schema is None or not schema_problems(spec.input_schema)})
             tool = Tool.register(tool_id, checked, batch.releases().latest, meta)
             batch.add(tool, NameClaim.claim(tool_id, tool.id, meta))
+            self.enter_namespace(batch, tool_id, plugin_owner(spec))
         return self.execute("tool.register", {"tool_id": tool_id, "spec": spec.model_dump(mode="json")},
                             meta, build)
 
