@@ -75,9 +75,9 @@ def decode_cursor(cursor: str) -> str:
 
 
 def tool_list(con: duckdb.DuckDBPyConnection, group: str | None = None, family: str | None = None,
-              limit: int = 100, cursor: str | None = None, visibility: str = "public") -> dict[str, Any]:
-    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page. Only the
-    public inventory unless `visibility` asks for another (or `all`)."""
+              limit: int = 100, cursor: str | None = None, visibility: str = "all") -> dict[str, Any]:
+    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page. Only those
+    of one `visibility` unless `all` (`tool list` asks for the public inventory by default)."""
     if limit < 1 or limit > 10_000:
         raise UsageError("--limit must be between 1 and 10000", limit=limit)
     after = decode_cursor(cursor) if cursor else None
