@@ -166,9 +166,8 @@ class SubjectUseCases(CatalogApplication):
             agent = self.agent(name)
             if not image.strip():
                 raise UsageError("an image declaration names the image reference", agent=name)
+            # New tools in sv.* are the policy's reserved prefix; an existing platform tool stays the platform's.
             owner = f"image:{image_publisher(image)}"
-            for tool_id in tools:
-                self._refuse_platform_namespace(batch, tool_id.split(".", 1)[0], "image")
             declared = [self._tool_or_register(batch, tool_id, "image", owner, meta) for tool_id in dict.fromkeys(tools)]
             agent.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
             batch.add(agent)

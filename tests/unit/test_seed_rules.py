@@ -218,11 +218,11 @@ def test_rule_8_given_spring_voyage_when_a_connector_declares_the_sv_namespace_t
         app.register_connector("shadow", "sv", ["sv.directory.list"], META)
 
 
-def test_rule_8_given_spring_voyage_when_an_image_declares_an_sv_tool_then_reserved_prefix():
+def test_rule_8_given_spring_voyage_when_an_image_declares_a_new_sv_tool_then_reserved_prefix():
     app = spring_voyage_story()
 
     with rejected(app, ReservedPrefix, "reserved_prefix"):
-        app.declare_image("scout", "acme/scout:1.0", ["sv.memory.search"], META)
+        app.declare_image("scout", "acme/scout:1.0", ["sv.memory.forget"], META)
 
 
 @pytest.mark.parametrize("tool_id", ["sv.directory", "sv.directory.peers.list"])
