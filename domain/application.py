@@ -95,7 +95,7 @@ class CatalogApplication(Application[uuid.UUID]):
         claim = self.get_or_none(name_key(tool_id), NameClaim)
         return None if claim is None else cast(Tool, self.repository.get(claim.tool_key))
 
-    def enter_namespace(self, batch: Batch, tool_id: str, owner: str | None, claim: bool = True) -> None:
+    def enter_namespace(self, batch: Batch, tool_id: str, owner: str | None) -> None:
         """Refuse `tool_id` if its namespace belongs to another owner; else a plugin, connector or image
         (`owner`) claims the namespace in this batch. Namespaces the policy reserves are not claimed."""
         namespace = namespace_of(tool_id)
@@ -107,7 +107,7 @@ class CatalogApplication(Application[uuid.UUID]):
         held = pending[0] if pending else self.get_or_none(namespace_key(namespace), NamespaceClaim)
         if held is not None:
             held.refuse_unless(owner, tool_id)
-        elif owner is not None and claim:
+        elif owner is not None:
             batch.add(NamespaceClaim.claim(namespace, owner, batch.meta))
 
     def policy(self) -> NamingPolicy:

@@ -51,12 +51,10 @@ class SubjectUseCases(CatalogApplication):
         return tool
 
     def _tool_or_register(self, batch: Batch, tool_id: str, source: str, owner: str, meta: Meta) -> Tool:
-        """An existing live tool, or a new one registered with `source` (connector and image tools);
-        either way in a namespace that is `owner`'s or nobody's (which `owner` then claims)."""
+        """An existing live tool, or a new one registered with `source` (connector and image tools) in a
+        namespace that is `owner`'s or nobody's (which `owner` then claims)."""
         if self.owner_of(tool_id) is not None:
-            tool = self.live_tool(tool_id)
-            self.enter_namespace(batch, tool.tool_id, owner, claim=False)
-            return tool
+            return self.live_tool(tool_id)  # naming a tool registers nothing: its namespace is not entered
         batch.policy.check_tool_id(tool_id, source)
         spec = ToolSpec(source=source, group="extension", tier="advanced", visibility="public")  # type: ignore[arg-type]
         tool = Tool.register(tool_id, spec.with_family(tool_id), batch.releases().latest, meta)
