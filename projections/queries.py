@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 from domain.errors import RetiredAlias, UnknownTool, UsageError
+from domain.grammar import check_id_text
 from domain.window import REMOVAL_STEPS, earliest_removal
 from projections.rows import run, scalar, select_rows
 from projections.schema import AS_OF
@@ -18,7 +19,9 @@ _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t
 
 
 def lookup(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
-    """What an ID names: the canonical tool, or one of its aliases. Rejects unknown and retired IDs."""
+    """What an ID names: the canonical tool, or one of its aliases. Rejects malformed (`invalid_id`: a
+    pattern, a space, too long), unknown and retired IDs."""
+    check_id_text(tool_id, non_ascii=True)  # whatever the policy, no ID holds these
     rows = select_rows(con, query("lookup"), {"id": tool_id})
     if not rows:
         raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)

@@ -100,3 +100,12 @@ def test_rule_12_explain_at_a_past_position_names_the_id_of_then_and_the_allowli
         ["acme.ticket.create"]
     assert then["winner"]["exposure"] == "disabled_by_agent_allowlist"
     assert before_rename in then["positions"], "the allowlist that disabled it decided the answer"
+
+
+def test_rule_13_resolving_a_pattern_answers_invalid_id_not_unknown_tool(home: Path) -> None:
+    run_in_process(home, [["tool", "register", "read", "--source", "builtin", "--group", "core", *TOOL]])
+
+    with toolcat_environ("tester"):
+        answer = toolcat_in_process(home, "resolve", "acme.*", "--json")
+
+    assert (answer.code, answer.error["code"]) == (3, "invalid_id")

@@ -324,3 +324,4 @@ def test_rule_13_when_granting_a_malformed_pattern_then_invalid_id_not_unknown_t
 
     with rejected(tyrum, InvalidId, "invalid_id"):
         tyrum.add_grant("unit:eng", "Acme..ticket", META)
+
