@@ -118,7 +118,9 @@ class ToolUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             tool = self.canonical_tool(canonical_id)
             batch.policy.check_alias_id(alias, tool.spec.source)
-            if tool.spec.source == "builtin_mcp" and alias.startswith("mcp."):
+            # ARCH-21: the standalone facades (websearch, webfetch, codesearch) keep their facade IDs; a
+            # family's helpers (memory.seed) keep their old mcp.* IDs as deprecated aliases.
+            if tool.spec.source == "builtin_mcp" and "." not in tool.tool_id and alias.startswith("mcp."):
                 raise ReservedPrefix(
                     f"built-in MCP facade '{canonical_id}' keeps its facade ID: it may not get the mcp.-prefixed "
                     f"alias {alias!r} (mcp. is for raw MCP tools only)", tool_id=alias, source="builtin_mcp",

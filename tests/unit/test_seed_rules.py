@@ -325,3 +325,10 @@ def test_rule_13_when_granting_a_malformed_pattern_then_invalid_id_not_unknown_t
     with rejected(tyrum, InvalidId, "invalid_id"):
         tyrum.add_grant("unit:eng", "Acme..ticket", META)
 
+
+
+def test_rule_2_given_a_memory_family_helper_when_its_old_mcp_id_is_added_then_accepted():
+    app = new_catalog()
+    app.register_tool("memory.seed", spec(source="builtin_mcp", group="memory"), META)
+
+    assert types(app.add_alias("memory.seed", "mcp.memory.seed", False, META)) == ["Tool.AliasAdded", "Name.Claimed"]
