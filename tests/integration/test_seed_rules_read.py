@@ -109,3 +109,17 @@ def test_rule_13_resolving_a_pattern_answers_invalid_id_not_unknown_tool(home: P
         answer = toolcat_in_process(home, "resolve", "acme.*", "--json")
 
     assert (answer.code, answer.error["code"]) == (3, "invalid_id")
+
+
+def test_rule_10_a_runtime_only_helper_in_a_granted_namespace_never_enters_the_set(home: Path, read: Any) -> None:
+    acme = ["--source", "plugin", "--plugin", "acme", "--group", "extension", "--tier", "advanced"]
+    run_in_process(home, [
+        ["tool", "register", "acme.ticket.open", *acme, "--visibility", "public"],
+        ["tool", "register", "acme.ticket.bridge", *acme, "--visibility", "runtime_only"],
+        ["unit", "create", "eng"],
+        ["agent", "create", "triage", "--unit", "eng"],
+        ["grant", "add", "unit:eng", "acme.*"],
+    ])
+
+    assert [t["tool_id"] for t in read("effective", "agent:triage")["tools"]] == ["acme.ticket.open"]
+    assert read("explain", "agent:triage", "acme.ticket.bridge")["visible"] is False
