@@ -72,10 +72,10 @@ def explanation(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool: 
     shadows, and the positions of the events behind them."""
     ways = explain_rows(con, subject, tool["tool_key"], at, effective_at)
     grants = [{k: w[k] for k in EXPLAIN_FIELDS} for w in ways]
-    # The ID as it was at `at` (what `effective --at` lists), and every event that decided the answer,
-    # the allowlist that disabled the tool included.
+    # The ID as it was at `at` (what `effective --at` lists), and every event that decided the answer:
+    # the grants, and what disabled the tool (its schema, the agent's state mode, its allowlist).
     tool_id = ways[0]["tool_id"] if ways else _id_at(con, tool["tool_key"], at) or tool["canonical_id"]
-    decided = {g["position"] for g in grants} | {w["allowlist_position"] for w in ways if w["allowlist_position"]}
+    decided = {g["position"] for g in grants} | {w["exposure_position"] for w in ways if w["exposure_position"]}
     return {"subject": f"{subject[0]}:{subject[1]}", "tool_id": tool_id, "visible": bool(grants),
             "winner": grants[0] if grants else None, "shadowed": grants[1:],
             "positions": sorted(decided)}

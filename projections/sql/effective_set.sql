@@ -94,7 +94,10 @@ described AS (
                 WHEN t.requires_state AND ag.state_mode = 'stateless' THEN 'disabled_by_state_mode'
                 WHEN al.agent IS NOT NULL AND ok.agent IS NULL THEN 'disabled_by_agent_allowlist'
                 ELSE 'enabled' END AS exposure,
-           CASE WHEN al.agent IS NOT NULL AND ok.agent IS NULL THEN al.valid_from END AS allowlist_position
+           CASE WHEN r.kind = 'unit' THEN NULL  -- the event behind a disabled exposure, for explain
+                WHEN NOT t.schema_valid THEN t.valid_from
+                WHEN t.requires_state AND ag.state_mode = 'stateless' THEN ag.valid_from
+                WHEN al.agent IS NOT NULL AND ok.agent IS NULL THEN al.valid_from END AS exposure_position
     FROM ranked r JOIN tool_history_at t USING (tool_key)
     LEFT JOIN agent_history_at ag ON r.kind = 'agent' AND ag.name = r.name
     LEFT JOIN allowlist_history_at al ON r.kind = 'agent' AND al.agent = r.name
