@@ -18,6 +18,7 @@ from domain.errors import Conflict, IdempotencyKeyReused
 from domain.history import HistoryRecord, read_history
 from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
 from domain.name import NameClaim, name_key
+from domain.namespace import NamespaceClaim, namespace_key, namespace_of
 from domain.naming import NamingPolicy, preset
 from domain.policy import POLICY_KEY, CatalogPolicy
 from domain.release import RELEASES_KEY, ReleaseTrain
@@ -93,6 +94,21 @@ class CatalogApplication(Application[uuid.UUID]):
         """The tool that owns `tool_id` as canonical ID or alias (retired ones included)."""
         claim = self.get_or_none(name_key(tool_id), NameClaim)
         return None if claim is None else cast(Tool, self.repository.get(claim.tool_key))
+
+    def enter_namespace(self, batch: Batch, tool_id: str, owner: str | None) -> None:
+        """Refuse `tool_id` if its namespace belongs to another owner; else a plugin, connector or image
+        (`owner`) claims the namespace in this batch. Namespaces the policy reserves are not claimed."""
+        namespace = namespace_of(tool_id)
+        policy = batch.policy
+        if namespace is None or namespace in policy.platform_namespaces or \
+                any(f"{namespace}.".startswith(p) for p in policy.reserved_prefixes):
+            return
+        pending = [a for a in batch.aggregates if isinstance(a, NamespaceClaim) and a.namespace == namespace]
+        held = pending[0] if pending else self.get_or_none(namespace_key(namespace), NamespaceClaim)
+        if held is not None:
+            held.refuse_unless(owner, tool_id)
+        elif owner is not None:
+            batch.add(NamespaceClaim.claim(namespace, owner, batch.meta))
 
     def policy(self) -> NamingPolicy:
         stored = self.get_or_none(POLICY_KEY, CatalogPolicy)

@@ -205,3 +205,35 @@ class SqlError(ToolcatError):
 
     code = "sql_error"
     exit_code = 2
+
+
+# -- the seed rules of issue 13 (ARCH-21, Spring Voyage tools, ADR-0030) --------------------------------
+
+class NamespaceOwned(CatalogRuleError):
+    """A tool namespace belongs to the plugin, connector or image that first registered in it."""
+
+    code = "namespace_owned"
+
+
+class LegacyId(CatalogRuleError):
+    """A deprecated or retired ID never becomes canonical again."""
+
+    code = "legacy_id"
+
+
+class ShimId(CatalogRuleError):
+    """A legacy parser shim (or shim pattern) of the policy is never a canonical ID."""
+
+    code = "shim_id"
+
+
+class RiskRequired(CatalogRuleError):
+    """A write tool under a verb-noun policy needs its risk tag."""
+
+    code = "risk_required"
+
+
+class NotModelFacing(CatalogRuleError):
+    """A runtime-only tool never enters an agent's tool set."""
+
+    code = "not_model_facing"

@@ -157,6 +157,17 @@ def check_image_ref(value: str) -> str:
     return value
 
 
+def image_publisher(value: str) -> str:
+    """Who publishes a checked image reference: its repository without the last path component or
+    the tag (`acme/librarian:1.1` -> `acme`; a one-component name is its own publisher). The agent
+    author chooses an image's tool namespace, so the namespace belongs to the publisher, whichever
+    of its images and versions runs."""
+    matched = _OCI_REFERENCE.fullmatch(check_image_ref(value))
+    assert matched is not None  # check_image_ref refused anything else
+    repository = matched.group(1)
+    return repository.rpartition("/")[0] or repository
+
+
 def check_idempotency_key(value: str) -> str:
     if len(value) > IDEMPOTENCY_KEY_MAX or not _IDEMPOTENCY_KEY.fullmatch(value):
         raise InvalidName(f"idempotency key {shown(value)} must be visible ASCII (letters, digits and "
@@ -278,12 +289,16 @@ def check_policy(policy: NamingPolicy) -> NamingPolicy:
     try:
         check_name(policy.name, "policy")
         listed = [*policy.reserved_ids, *policy.single_segment_ids,
-                  *(t for targets in policy.pattern_shims.values() for t in targets if t != "*")]
+                  *(t for targets in policy.pattern_shims.values() for t in targets if t != "*"),
+                  *policy.shim_ids, *policy.shim_ids.values()]
         for tool_id in listed:
             check_id_text(tool_id, non_ascii=policy.non_ascii_ids)
-        for namespace in policy.platform_namespaces:
+        for namespace in [*policy.platform_namespaces, *policy.namespace_patterns]:
             check_namespace(namespace, "platform namespace")
+        for verb in policy.verbs:
+            check_name(verb, "verb")
         patterns = [policy.id_pattern, policy.alias_pattern, *policy.source_patterns.values(),
+                    *policy.namespace_patterns.values(),
                     *policy.reserved_prefixes, *policy.pattern_shims]
         for pattern in patterns:
             _check_text(pattern, "pattern", TEXT_MAX, multiline=False)

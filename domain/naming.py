@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer, \
     model_validator
 
-from domain.errors import InvalidId, InvalidPolicy, ReservedId, ReservedPrefix
+from domain.errors import InvalidId, InvalidPolicy, ReservedId, ReservedPrefix, RiskRequired, ShimId
 from domain.grammar import check_id_text
 
 SOURCES = ("builtin", "builtin_mcp", "mcp", "plugin", "connector", "image")
@@ -23,6 +23,13 @@ LENIENT_ALIAS = r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$"
 
 _TYRUM_STANDALONE = ["read", "write", "edit", "apply_patch", "glob", "grep", "bash", "websearch", "webfetch", "codesearch"]
 _FILESYSTEM_BUILTINS = ["read", "write", "edit", "apply_patch", "glob", "grep"]
+# The fields added after policies were first recorded: omitted from a policy's recorded form when empty.
+OPTIONAL_FIELDS = ("non_ascii_ids", "shim_ids", "namespace_patterns", "verbs", "write_verbs")
+WRITE_RISKS = ("safe_create", "safe_update", "destructive_update", "destructive_delete")
+# ADR-0030: the CRUD five, and the domain verbs its examples use (find_people_at_org, link_person_to_org,
+# add_note_to_person, merge_people); a policy file may list others.
+_CRUD_READS, _CRUD_WRITES = ["list", "get"], ["create", "update", "delete"]
+_DOMAIN_READS, _DOMAIN_WRITES = ["find"], ["link", "add", "merge"]
 
 
 class NamingPolicy(BaseModel):
@@ -40,13 +47,21 @@ class NamingPolicy(BaseModel):
     pattern_shims: dict[str, list[str]] = {}
     # IDs are ASCII unless the policy says otherwise (then letters, marks and digits of any script).
     non_ascii_ids: bool = False
+    # Legacy parser inputs (ARCH-21's compatibility envelope): resolvable as shims, never canonical.
+    shim_ids: dict[str, str] = {}  # legacy input -> the canonical ID it stands for
+    # The shape of the tools in a platform namespace (Spring Voyage: sv.<area>.<verb>, three segments).
+    namespace_patterns: dict[str, str] = {}
+    # verb_noun policies (ADR-0030): a name starts with one of `verbs`; `write_verbs` need a risk tag.
+    verbs: list[str] = []
+    write_verbs: list[str] = []
 
     @model_serializer(mode="wrap")
-    def _omit_ascii_default(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Written only when set, so every policy recorded before the flag existed keeps its exact form.
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when set, so every policy recorded before these fields existed keeps its exact form.
         data = handler(self)
-        if not self.non_ascii_ids:
-            data.pop("non_ascii_ids", None)
+        for field in OPTIONAL_FIELDS:
+            if not data.get(field):
+                data.pop(field, None)
         return data
 
     @model_validator(mode="after")
@@ -54,6 +69,7 @@ class NamingPolicy(BaseModel):
         # InvalidPolicy is not a ValueError, so pydantic lets it through unwrapped to the caller.
         patterns = {"id_pattern": self.id_pattern, "alias_pattern": self.alias_pattern}
         patterns |= {f"source_patterns[{s!r}]": p for s, p in self.source_patterns.items()}
+        patterns |= {f"namespace_patterns[{n!r}]": p for n, p in self.namespace_patterns.items()}
         for field, pattern in patterns.items():
             try:
                 re.compile(pattern)
@@ -67,6 +83,9 @@ class NamingPolicy(BaseModel):
         bad = [p for p in self.reserved_prefixes if not p.endswith(".")]
         if bad:
             raise InvalidPolicy(f"reserved prefixes must end with '.': {bad}", prefixes=bad)
+        stray = sorted(set(self.write_verbs) - set(self.verbs))
+        if stray:
+            raise InvalidPolicy(f"write verbs must also be verbs: {stray}", write_verbs=stray)
         return self
 
     def check_tool_id(self, tool_id: str, source: str) -> None:
@@ -76,7 +95,9 @@ class NamingPolicy(BaseModel):
         check_id_text(tool_id, non_ascii=self.non_ascii_ids)
 
     def _check_tool_shape(self, tool_id: str, source: str) -> None:
+        self._check_not_shim(tool_id)
         self._check_reserved(tool_id, source, kind="tools", alias=False)
+        self._check_namespace_shape(tool_id)
         pattern = self.source_patterns.get(source)
         if pattern is not None:
             if not re.fullmatch(pattern, tool_id):
@@ -102,6 +123,33 @@ class NamingPolicy(BaseModel):
             )
         self._check_reserved(alias, source, kind="aliases", alias=True)
         check_id_text(alias, non_ascii=self.non_ascii_ids)
+
+    def _check_not_shim(self, tool_id: str) -> None:
+        if tool_id in self.shim_ids or tool_id in self.pattern_shims:
+            target = self.shim_ids.get(tool_id)
+            hint = (f"add it to its tool: toolcat alias add {target} {tool_id} --shim" if target else
+                    "it is an allowlist pattern, expanded where allowlists and grants are read")
+            raise ShimId(f"{tool_id!r} is a legacy shim of the {self.name} naming policy, never a canonical ID; "
+                         f"{hint}", tool_id=tool_id, canonical_id=target)
+
+    def _check_namespace_shape(self, tool_id: str) -> None:
+        pattern = self.namespace_patterns.get(tool_id.split(".", 1)[0])
+        if pattern is not None and not re.fullmatch(pattern, tool_id):
+            raise InvalidId(f"tool ID {tool_id!r} does not match the {self.name} shape of its namespace: {pattern}",
+                            tool_id=tool_id, pattern=pattern)
+
+    def check_verb(self, tool_id: str, risk: str | None) -> None:
+        """Under a verb-noun policy: the name starts with a verb of the vocabulary, and a write verb
+        carries a risk tag other than read_only (ADR-0030)."""
+        if not self.verbs:
+            return
+        verb = tool_id.split("_", 1)[0]
+        if verb not in self.verbs:
+            raise InvalidId(f"tool name {tool_id!r} must start with a verb of the {self.name} vocabulary "
+                            f"({', '.join(self.verbs)}), e.g. get_{tool_id}", tool_id=tool_id, verbs=list(self.verbs))
+        if verb in self.write_verbs and risk in (None, "read_only"):
+            raise RiskRequired(f"{verb!r} is a write verb: register {tool_id!r} with --risk "
+                               f"{'|'.join(WRITE_RISKS)}", tool_id=tool_id, verb=verb, risks=list(WRITE_RISKS))
 
     def is_well_formed(self, tool_id: str) -> bool:
         """Whether `tool_id` has the shape of some tool ID or alias under this policy (any source)."""
@@ -149,6 +197,7 @@ PRESETS: dict[str, NamingPolicy] = {
         reserved_ids=[*_TYRUM_STANDALONE, "artifact.describe"],
         alias_pattern=LENIENT_ALIAS,
         pattern_shims={"tool.*": ["*"], "tool.fs.*": _FILESYSTEM_BUILTINS},
+        shim_ids={"tool.fs.read": "read", "tool.fs.write": "write", "tool.exec": "bash", "tool.http.fetch": "webfetch"},
     ),
     "spring-voyage": NamingPolicy(
         name="spring-voyage",
@@ -156,11 +205,14 @@ PRESETS: dict[str, NamingPolicy] = {
         reserved_prefixes={"sv.": list(PLATFORM_SOURCES)},
         platform_namespaces=["sv"],
         alias_pattern=LENIENT_ALIAS,
+        namespace_patterns={"sv": r"^sv\.[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$"},
     ),
     "verb-noun": NamingPolicy(
         name="verb-noun",
         id_pattern=r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)+$",
         alias_pattern=LENIENT_ALIAS,
+        verbs=[*_CRUD_READS, *_CRUD_WRITES, *_DOMAIN_READS, *_DOMAIN_WRITES],
+        write_verbs=[*_CRUD_WRITES, *_DOMAIN_WRITES],
     ),
 }
 

@@ -9,6 +9,7 @@ from domain.connector import Connector
 from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
 from domain.name import NameClaim
+from domain.namespace import NamespaceClaim
 from domain.policy import CatalogPolicy
 from domain.release import ReleaseTrain
 from domain.seals import SealLog
@@ -16,7 +17,7 @@ from domain.subjects import Agent, Unit
 from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
-                                           Connector, SubjectGrants, SealLog)
+                                           Connector, SubjectGrants, SealLog, NamespaceClaim)
 
 
 def _event_classes() -> dict[str, type]:

@@ -6,9 +6,9 @@ import uuid
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
 from domain.connector import Connector, connector_key
-from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, RetiredAlias, UnknownConnector, \
-    UnknownSubject, UnknownTool, UsageError
-from domain.grammar import check_entry, check_image_ref, check_name, check_namespace, check_pattern, shown
+from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, InvalidPattern, NotModelFacing, \
+    ReservedPrefix, RetiredAlias, UnknownConnector, UnknownSubject, UnknownTool, UsageError
+from domain.grammar import check_entry, check_name, image_publisher, check_namespace, check_pattern, shown
 from domain.grants import SubjectGrants, grants_key, is_pattern
 from domain.name import NameClaim
 from domain.subjects import Agent, StateMode, Unit, agent_key, parse_effective_at, parse_subject, unit_key
@@ -50,14 +50,16 @@ class SubjectUseCases(CatalogApplication):
                                canonical_id=tool.tool_id)
         return tool
 
-    def _tool_or_register(self, batch: Batch, tool_id: str, source: str, meta: Meta) -> Tool:
-        """An existing live tool, or a new one registered with `source` (connector and image tools)."""
+    def _tool_or_register(self, batch: Batch, tool_id: str, source: str, owner: str, meta: Meta) -> Tool:
+        """An existing live tool, or a new one registered with `source` (connector and image tools) in a
+        namespace that is `owner`'s or nobody's (which `owner` then claims)."""
         if self.owner_of(tool_id) is not None:
-            return self.live_tool(tool_id)
+            return self.live_tool(tool_id)  # naming a tool registers nothing: its namespace is not entered
         batch.policy.check_tool_id(tool_id, source)
         spec = ToolSpec(source=source, group="extension", tier="advanced", visibility="public")  # type: ignore[arg-type]
         tool = Tool.register(tool_id, spec.with_family(tool_id), batch.releases().latest, meta)
         batch.add(tool, NameClaim.claim(tool_id, tool.id, meta))
+        self.enter_namespace(batch, tool_id, owner)
         return tool
 
     # -- units and agents ---------------------------------------------------------------------------
@@ -112,10 +114,20 @@ class SubjectUseCases(CatalogApplication):
         return self.execute("agent.allowlist.clear", {"agent": name}, meta, build)
 
     # -- connectors and images ------------------------------------------------------------------------
+    @staticmethod
+    def _refuse_platform_namespace(batch: Batch, namespace: str, kind: str) -> None:
+        """Spring Voyage: `sv.*` is the platform's; no connector or image declares tools there."""
+        platform = namespace.split(".", 1)[0]
+        if platform in batch.policy.platform_namespaces:
+            raise ReservedPrefix(f"the namespace '{platform}.' belongs to the platform; a {kind} declares its tools "
+                                 f"in its own namespace", prefix=f"{platform}.", source=kind,
+                                 allowed_sources=list(batch.policy.platform_sources))
+
     def register_connector(self, slug: str, namespace: str | None, tools: list[str], meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             check_name(slug, "connector")
             ns = check_namespace(namespace or slug)
+            self._refuse_platform_namespace(batch, ns, "connector")
             if self.get_or_none(connector_key(slug), Connector) is not None:
                 raise DuplicateConnector(f"connector '{slug}' is already registered", connector=slug)
             if not tools:
@@ -124,7 +136,7 @@ class SubjectUseCases(CatalogApplication):
                 if not tool_id.startswith(ns + "."):
                     raise InvalidName(f"connector tool {shown(tool_id)} must live in the connector's namespace "
                                       f"'{ns}.'", tool_id=tool_id, namespace=ns)
-                self._tool_or_register(batch, tool_id, "connector", meta)
+                self._tool_or_register(batch, tool_id, "connector", f"connector:{slug}", meta)
             batch.add(Connector.register(slug, ns, list(dict.fromkeys(tools)), meta))
         return self.execute("connector.register", {"slug": slug, "namespace": namespace, "tools": tools},
                             meta, build)
@@ -152,26 +164,48 @@ class SubjectUseCases(CatalogApplication):
             agent = self.agent(name)
             if not image.strip():
                 raise UsageError("an image declaration names the image reference", agent=name)
-            check_image_ref(image)
-            declared = [self._tool_or_register(batch, tool_id, "image", meta) for tool_id in dict.fromkeys(tools)]
+            # New tools in sv.* are the policy's reserved prefix; an existing platform tool stays the platform's.
+            owner = f"image:{image_publisher(image)}"
+            declared = [self._tool_or_register(batch, tool_id, "image", owner, meta) for tool_id in dict.fromkeys(tools)]
             agent.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
             batch.add(agent)
         return self.execute("image.declare", {"agent": name, "image": image, "tools": tools}, meta, build)
 
     # -- explicit grants -------------------------------------------------------------------------------
-    def _grant_target(self, target: str) -> tuple[str, uuid.UUID | None]:
+    def _grant_targets(self, batch: Batch, target: str) -> list[tuple[str, uuid.UUID | None]]:
+        """What a grant entry names: a namespace pattern, one tool, or the tools a shim pattern
+        (`tool.fs.*`) expands to, as an allowlist expands it."""
+        expansion = batch.policy.expand_pattern_shim(target)
+        if expansion is not None:
+            return self._shim_grant_targets(target, expansion)
         if is_pattern(target):
-            return check_pattern(target), None
+            return [(check_pattern(target), None)]
         tool = self.live_tool(target)
-        return tool.tool_id, tool.id
+        if tool.spec.visibility == "runtime_only":
+            raise NotModelFacing(f"'{tool.tool_id}' is a runtime-only helper: it never enters an agent's tool set, "
+                                 "so it cannot be granted", tool_id=tool.tool_id, visibility="runtime_only")
+        return [(tool.tool_id, tool.id)]
+
+    def _shim_grant_targets(self, target: str, expansion: list[str]) -> list[tuple[str, uuid.UUID | None]]:
+        if "*" in expansion:
+            raise InvalidPattern(f"{shown(target)} stands for every tool; a grant names a tool or a namespace "
+                                 "(ns.*)", pattern=target)
+        tools = [self.owner_of(t) for t in expansion]
+        found = [(t.tool_id, t.id) for t in tools if t is not None]
+        if not found:
+            raise UnknownTool(f"{shown(target)} expands to {', '.join(expansion)}, none of which is in the catalog",
+                              tool_id=target, expands_to=expansion)
+        return found
 
     def add_grant(self, subject: str, target: str, meta: Meta, effective_at: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
             check_entry(batch.policy, target)
             self.subject(subject)
             grants = self.get_or_none(grants_key(subject), SubjectGrants) or SubjectGrants.open(subject, meta)
-            canonical, tool_key = self._grant_target(target)
-            grants.add(canonical, tool_key, meta, parse_effective_at(effective_at))
+            targets = self._grant_targets(batch, target)
+            fresh = [(c, k) for c, k in targets if str(k) not in grants.targets] if len(targets) > 1 else targets
+            for canonical, tool_key in fresh or targets:
+                grants.add(canonical, tool_key, meta, parse_effective_at(effective_at))
             batch.add(grants)
         args = {"subject": subject, "target": target, "effective_at": effective_at}
         return self.execute("grant.add", args, meta, build)
@@ -180,8 +214,15 @@ class SubjectUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             self.subject(subject)
             grants = self.get_or_none(grants_key(subject), SubjectGrants) or SubjectGrants.open(subject, meta)
-            tool = None if is_pattern(target) else self.owner_of(target)
-            grants.revoke(target, tool.id if tool else None, meta, parse_effective_at(effective_at))
+            expansion = batch.policy.expand_pattern_shim(target)
+            if expansion is not None and "*" not in expansion:
+                held = [t for t in (self.owner_of(x) for x in expansion) if t is not None and str(t.id) in grants.targets]
+                for tool in held or [None]:
+                    grants.revoke(target if tool is None else tool.tool_id, tool.id if tool else None, meta,
+                                  parse_effective_at(effective_at))
+            else:
+                tool = None if is_pattern(target) else self.owner_of(target)
+                grants.revoke(target, tool.id if tool else None, meta, parse_effective_at(effective_at))
             batch.add(grants)
         args = {"subject": subject, "target": target, "effective_at": effective_at}
         return self.execute("grant.revoke", args, meta, build)

@@ -9,8 +9,8 @@ from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, create, natural_id, record
 from domain.errors import AliasState, RetiredAlias
-from domain.values import ToolSpec
-from domain.window import check_milestone, check_retirement, check_step
+from domain.values import ToolSpec, default_family
+from domain.window import check_milestone, check_milestone_release, check_retirement, check_step
 
 
 def new_tool_key(tool_id: str) -> uuid.UUID:
@@ -24,6 +24,12 @@ class AliasRecord:
     shim: bool = False
     milestones: dict[str, str] = field(default_factory=dict)
     steps: dict[int, str] = field(default_factory=dict)
+
+
+def moved_spec(spec: ToolSpec, source: str, family: str | None) -> ToolSpec:
+    """A tool's description after a move to another source: only a plugin tool names a plugin."""
+    return spec.model_copy(update={"source": source, "family": family or spec.family,
+                                   "plugin": spec.plugin if source == "plugin" else None})
 
 
 class Tool(Aggregate):
@@ -52,16 +58,28 @@ class Tool(Aggregate):
             tool.canonical_since = self.latest_release
 
     class Renamed(Event):
+        """v2 added `source` and `family`: the tool's provenance and family after a move into another
+        family (`tool rename --source`); None when the rename kept them."""
+
         TOPIC = "Tool.Renamed"
+        class_version = 2
         old_id: str
         new_id: str
         latest_release: str | None
+        source: str | None
+        family: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["source"] = state["family"] = None
 
         def apply(self, tool: Tool) -> None:
             tool.aliases.pop(self.new_id, None)
             tool.aliases[self.old_id] = AliasRecord(lifecycle="deprecated")
             tool.tool_id = self.new_id
             tool.canonical_since = self.latest_release
+            if self.source is not None:
+                tool.spec = moved_spec(tool.spec, self.source, self.family)
 
     class AliasAdded(Event):
         TOPIC = "Tool.AliasAdded"
@@ -120,8 +138,14 @@ class Tool(Aggregate):
         return create(cls, cls.Registered, new_tool_key(tool_id), meta, tool_id=tool_id,
                       spec=spec.model_dump(mode="json"), latest_release=latest_release)
 
-    def rename(self, new_id: str, latest_release: str | None, meta: Meta) -> None:
-        record(self, self.Renamed, meta, old_id=self.tool_id, new_id=new_id, latest_release=latest_release)
+    def rename(self, new_id: str, latest_release: str | None, source: str | None, meta: Meta) -> None:
+        family = None
+        if source is not None:
+            # A family the operator chose stays; the one derived from the old ID follows the new ID.
+            derived = default_family(self.tool_id, self.spec.source)
+            family = default_family(new_id, source) if self.spec.family == derived else self.spec.family
+        record(self, self.Renamed, meta, old_id=self.tool_id, new_id=new_id, latest_release=latest_release,
+               source=source, family=family)
 
     def add_alias(self, alias: str, shim: bool, meta: Meta) -> None:
         record(self, self.AliasAdded, meta, alias=alias, shim=shim)
@@ -134,6 +158,7 @@ class Tool(Aggregate):
                          meta: Meta) -> None:
         self._require_lifecycle(alias, "deprecated", "milestones belong to deprecated aliases")
         check_milestone(milestone, self.aliases[alias].milestones)
+        check_milestone_release(release, self.canonical_since)
         record(self, self.MilestoneRecorded, meta, alias=alias, milestone=milestone, release=release,
                evidence=evidence)
 

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
-from domain.errors import AliasConflict, DuplicateTool, NotAnAlias, UnknownTool
+from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, UnknownTool, UsageError
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
+from domain.namespace import namespace_of, plugin_owner
 from domain.schema_check import schema_problems
 from domain.tool import Tool
-from domain.values import ToolSpec
+from domain.values import SOURCES, ToolSpec
 
 
 class ToolUseCases(CatalogApplication):
@@ -50,37 +51,80 @@ class ToolUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             check_spec(spec)
             batch.policy.check_tool_id(tool_id, spec.source)
+            batch.policy.check_verb(tool_id, spec.risk)
             self._require_free(tool_id, as_what="a tool")
             checked = spec.with_family(tool_id).model_copy(
                 update={"schema_valid": spec.input_schema is None or not schema_problems(spec.input_schema)})
             tool = Tool.register(tool_id, checked, batch.releases().latest, meta)
             batch.add(tool, NameClaim.claim(tool_id, tool.id, meta))
+            self.enter_namespace(batch, tool_id, plugin_owner(spec))
         return self.execute("tool.register", {"tool_id": tool_id, "spec": spec.model_dump(mode="json")},
                             meta, build)
 
-    def rename_tool(self, old_id: str, new_id: str, meta: Meta) -> WriteResult:
+    def rename_tool(self, old_id: str, new_id: str, meta: Meta, source: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
             tool = self.canonical_tool(old_id)
             if new_id == old_id:
                 raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
-            batch.policy.check_tool_id(new_id, tool.spec.source)
+            moved = self._moved_source(tool, source)
+            self._check_rename_target(batch, tool, old_id, new_id, moved or tool.spec.source)
             owner = self.owner_of(new_id)
-            promoting_own_alias = (owner is not None and owner.id == tool.id
-                                   and tool.aliases.get(new_id) is not None
-                                   and tool.aliases[new_id].lifecycle != "retired")
-            if not promoting_own_alias:
+            promoting_own_alias = owner is not None and owner.id == tool.id and new_id in tool.aliases
+            if promoting_own_alias:
+                self._refuse_legacy(tool, new_id)
+            else:
                 self._require_free(new_id, as_what="the new canonical ID")
-            tool.rename(new_id, batch.releases().latest, meta)
+            if namespace_of(new_id) != namespace_of(old_id):
+                self.enter_namespace(batch, new_id, plugin_owner(tool.spec))
+            tool.rename(new_id, batch.releases().latest, moved, meta)
             batch.add(tool)
             if not promoting_own_alias:
                 batch.add(NameClaim.claim(new_id, tool.id, meta))
-        return self.execute("tool.rename", {"old": old_id, "new": new_id}, meta, build)
+        args = {"old": old_id, "new": new_id} | ({"source": source} if source is not None else {})
+        return self.execute("tool.rename", args, meta, build)
+
+    @staticmethod
+    def _moved_source(tool: Tool, source: str | None) -> str | None:
+        """The source a rename moves the tool to, or None when it keeps its own."""
+        if source is None or source == tool.spec.source:
+            return None
+        if source not in SOURCES:
+            raise UsageError(f"unknown source {source!r}; sources are {', '.join(SOURCES)}", source=source)
+        if source == "plugin":
+            raise UsageError("a tool becomes a plugin's by registering it in the plugin's namespace, not by a "
+                             "rename", source=source)
+        return source
+
+    def _check_rename_target(self, batch: Batch, tool: Tool, old_id: str, new_id: str, source: str) -> None:
+        try:
+            batch.policy.check_tool_id(new_id, source)
+        except ReservedPrefix as error:
+            allowed = error.details["allowed_sources"]
+            hint = " or ".join(f"toolcat tool rename {old_id} {new_id} --source {s}" for s in allowed)
+            raise ReservedPrefix(f"{error.message}; to move the tool into that family, give its new source: "
+                                 f"{hint}", **error.details) from None
+        batch.policy.check_verb(new_id, tool.spec.risk)
+
+    @staticmethod
+    def _refuse_legacy(tool: Tool, new_id: str) -> None:
+        lifecycle = tool.aliases[new_id].lifecycle
+        if lifecycle in ("deprecated", "retired"):
+            raise LegacyId(f"'{new_id}' is a {lifecycle} legacy ID of '{tool.tool_id}'; a legacy ID never becomes "
+                           f"canonical again: keep '{tool.tool_id}' or rename to a new ID",
+                           tool_id=new_id, canonical_id=tool.tool_id, lifecycle=lifecycle)
 
     # -- aliases and their removal path -------------------------------------------------------------
     def add_alias(self, canonical_id: str, alias: str, shim: bool, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             tool = self.canonical_tool(canonical_id)
             batch.policy.check_alias_id(alias, tool.spec.source)
+            # ARCH-21: the standalone facades (websearch, webfetch, codesearch) keep their facade IDs; a
+            # family's helpers (memory.seed) keep their old mcp.* IDs as deprecated aliases.
+            if tool.spec.source == "builtin_mcp" and "." not in tool.tool_id and alias.startswith("mcp."):
+                raise ReservedPrefix(
+                    f"built-in MCP facade '{canonical_id}' keeps its facade ID: it may not get the mcp.-prefixed "
+                    f"alias {alias!r} (mcp. is for raw MCP tools only)", tool_id=alias, source="builtin_mcp",
+                    prefix="mcp.", allowed_sources=["mcp"])
             self._require_free(alias, as_what="an alias")
             tool.add_alias(alias, shim, meta)
             batch.add(tool, NameClaim.claim(alias, tool.id, meta))

@@ -46,24 +46,31 @@ def _minor_bound(milestones: Mapping[str, str]) -> Version:
     return max(parse_version(milestones[name]) for name in SHIPPING_MILESTONES).bump_minor()
 
 
-def earliest_removal(milestones: Mapping[str, str]) -> str | None:
+def _after(earliest: Version, floor: str) -> Version:
+    """`earliest`, or the first release after `floor` when `earliest` is not above it."""
+    bound = parse_version(floor)
+    if bound < earliest:
+        return earliest
+    # A pre-release is already below its own release; a release needs the next patch.
+    return Version(bound.major, bound.minor, bound.patch if bound.prerelease else bound.patch + 1)
+
+
+def earliest_removal(milestones: Mapping[str, str], introduced_release: str | None = None) -> str | None:
     """The earliest release in which the alias may be retired, for display only.
 
     None until the three shipping milestones are recorded. Otherwise the smallest version without a
     pre-release tag that is >= the next minor after the latest shipping milestone and, if
-    alias_only_emission is recorded, > its release. It ignores whether alias_only_emission is
-    recorded at all, the release that introduced the canonical replacement, and the removal steps:
-    `check_retirement` is the authority on whether retirement is allowed.
+    alias_only_emission is recorded, > its release, and > the release that introduced the canonical
+    replacement when known: the same bounds `check_retirement` enforces. It ignores whether
+    alias_only_emission is recorded at all and the removal steps: `check_retirement` is the authority
+    on whether retirement is allowed.
     """
     if any(name not in milestones for name in SHIPPING_MILESTONES):
         return None
     earliest = _minor_bound(milestones)
-    if "alias_only_emission" in milestones:
-        alias_only = parse_version(milestones["alias_only_emission"])
-        if alias_only >= earliest:
-            # A pre-release is already below its own release; a release needs the next patch.
-            patch = alias_only.patch if alias_only.prerelease else alias_only.patch + 1
-            earliest = Version(alias_only.major, alias_only.minor, patch)
+    for floor in (milestones.get("alias_only_emission"), introduced_release):
+        if floor is not None:
+            earliest = _after(earliest, floor)
     return str(earliest)
 
 
@@ -116,13 +123,26 @@ def _check_window_closed(release: str, milestones: Mapping[str, str], introduced
             f"as metadata, which started in {alias_only}",
             release=release,
             alias_only_emission=alias_only,
-            earliest_removal=earliest_removal(milestones),
+            earliest_removal=earliest_removal(milestones, introduced_release),
         )
-    if introduced_release is not None and given == parse_version(introduced_release):
+    if introduced_release is not None and given <= parse_version(introduced_release):
         raise WindowOpen(
-            f"cannot retire in {release}: it is the release that introduced the canonical replacement",
+            f"cannot retire in {release}: it is not after {introduced_release}, the release that introduced the "
+            f"canonical replacement; earliest is {earliest_removal(milestones, introduced_release)}",
             release=release,
             introduced_release=introduced_release,
+            earliest_removal=earliest_removal(milestones, introduced_release),
+        )
+
+
+def check_milestone_release(release: str, canonical_since: str | None) -> None:
+    """Reject a milestone in a release published before the canonical ID existed (`canonical_since`:
+    the latest release when it became canonical; None when no release had been published)."""
+    if canonical_since is not None and parse_version(release) <= parse_version(canonical_since):
+        raise ReleaseOrder(
+            f"milestone release {release} was published before the canonical ID existed (it became canonical "
+            f"after {canonical_since}); name a later release",
+            release=release, canonical_since=canonical_since,
         )
 
 

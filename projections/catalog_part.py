@@ -51,6 +51,7 @@ class CatalogPart(BufferedPart):
             "IdempotencyKey.Used": self.ignore,
             "Audit.Started": self.ignore,
             "Audit.Sealed": self.sealed,
+            "Namespace.Claimed": self.ignore,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
@@ -126,6 +127,9 @@ class CatalogPart(BufferedPart):
     def tool_renamed(self, e: Envelope, data: dict[str, Any]) -> None:
         tool = self.tools.get(e.originator_id)
         tool.update(canonical_id=data["new_id"], canonical_position=e.position, updated_position=e.position)
+        if data.get("source") is not None:  # v2: the rename moved the tool to another provenance
+            tool.update(source=data["source"], family=data["family"] or tool["family"],
+                        plugin=tool["plugin"] if data["source"] == "plugin" else None)
         self.aliases.remove(data["new_id"])
         self.aliases.put({
             "alias": data["old_id"], "tool_key": e.originator_id, "lifecycle": "deprecated", "shim": False,

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from projections.digest import digest
-from projections.rows import run, select_rows
+from projections.rows import run, scalar, select_rows
 from projections.sqlfiles import query
 
 INFINITY = 2**62  # a position past any event: `at` for "now"
@@ -72,6 +72,15 @@ def explanation(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool: 
     shadows, and the positions of the events behind them."""
     ways = explain_rows(con, subject, tool["tool_key"], at, effective_at)
     grants = [{k: w[k] for k in EXPLAIN_FIELDS} for w in ways]
-    return {"subject": f"{subject[0]}:{subject[1]}", "tool_id": tool["canonical_id"], "visible": bool(grants),
+    # The ID as it was at `at` (what `effective --at` lists), and every event that decided the answer:
+    # the grants, and what disabled the tool (its schema, the agent's state mode, its allowlist).
+    tool_id = ways[0]["tool_id"] if ways else _id_at(con, tool["tool_key"], at) or tool["canonical_id"]
+    decided = {g["position"] for g in grants} | {w["exposure_position"] for w in ways if w["exposure_position"]}
+    return {"subject": f"{subject[0]}:{subject[1]}", "tool_id": tool_id, "visible": bool(grants),
             "winner": grants[0] if grants else None, "shadowed": grants[1:],
-            "positions": sorted({g["position"] for g in grants})}
+            "positions": sorted(decided)}
+
+
+def _id_at(con: duckdb.DuckDBPyConnection, tool_key: str, at: int) -> str | None:
+    return scalar(con, "SELECT canonical_id FROM tool_history WHERE tool_key = ? AND valid_from <= ? "
+                       "AND (valid_to IS NULL OR valid_to > ?)", [tool_key, at, at])

@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 from domain.errors import RetiredAlias, UnknownTool, UsageError
+from domain.grammar import check_id_text
 from domain.window import REMOVAL_STEPS, earliest_removal
 from projections.rows import run, scalar, select_rows
 from projections.schema import AS_OF
@@ -18,7 +19,9 @@ _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t
 
 
 def lookup(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
-    """What an ID names: the canonical tool, or one of its aliases. Rejects unknown and retired IDs."""
+    """What an ID names: the canonical tool, or one of its aliases. Rejects malformed (`invalid_id`: a
+    pattern, a space, too long), unknown and retired IDs."""
+    check_id_text(tool_id, non_ascii=True)  # whatever the policy, no ID holds these
     rows = select_rows(con, query("lookup"), {"id": tool_id})
     if not rows:
         raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
@@ -49,8 +52,8 @@ def _describe(tool: dict[str, Any], aliases: list[dict[str, Any]]) -> dict[str, 
 def _aliases_by_tool(con: duckdb.DuckDBPyConnection, tool_keys: list[str]) -> dict[str, list[dict]]:
     grouped: dict[str, list[dict]] = {key: [] for key in tool_keys}
     for row in select_rows(con, "SELECT tool_key, alias, lifecycle, shim FROM aliases WHERE tool_key IN "
-                                "(SELECT unnest(?::VARCHAR[])) ORDER BY alias", [tool_keys]):
-        grouped[row["tool_key"]].append(row)
+                                "(SELECT unnest(?::VARCHAR[])) AND lifecycle <> 'retired' ORDER BY alias", [tool_keys]):
+        grouped[row["tool_key"]].append(row)  # retired IDs left out: removal step 4 drops their metadata
     return grouped
 
 
@@ -75,16 +78,18 @@ def decode_cursor(cursor: str) -> str:
 
 
 def tool_list(con: duckdb.DuckDBPyConnection, group: str | None = None, family: str | None = None,
-              limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
-    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page."""
+              limit: int = 100, cursor: str | None = None, visibility: str = "all") -> dict[str, Any]:
+    """Tools in canonical-ID order, a page at a time; `next_cursor` is null on the last page. Only those
+    of one `visibility` unless `all` (`tool list` asks for the public inventory by default)."""
     if limit < 1 or limit > 10_000:
         raise UsageError("--limit must be between 1 and 10000", limit=limit)
     after = decode_cursor(cursor) if cursor else None
     tools = select_rows(con, f"""
         SELECT {_TOOL_COLUMNS} FROM tools t
         WHERE (?::VARCHAR IS NULL OR t.group_name = ?) AND (?::VARCHAR IS NULL OR t.family = ?)
-          AND (?::VARCHAR IS NULL OR t.canonical_id > ?)
-        ORDER BY t.canonical_id LIMIT ?""", [group, group, family, family, after, after, limit + 1])
+          AND (?::VARCHAR IS NULL OR t.canonical_id > ?) AND (? = 'all' OR t.visibility = ?)
+        ORDER BY t.canonical_id LIMIT ?""", [group, group, family, family, after, after, visibility, visibility,
+                                             limit + 1])
     page, more = tools[:limit], len(tools) > limit
     aliases = _aliases_by_tool(con, [t["tool_key"] for t in page])
     return {"tools": [_describe(t, aliases[t["tool_key"]]) for t in page],
@@ -117,7 +122,9 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
         "alias": alias, "canonical_id": entry["canonical_id"], "state": entry["lifecycle"],
         "shim": entry["shim"],
         "window": {"opened_release": opened,
-                   "earliest_removal_release": earliest_removal({m["name"]: m["release"] for m in milestones}),
+                   "earliest_removal_release": earliest_removal(
+                       {m["name"]: m["release"] for m in milestones},
+                       scalar(con, query("canonical_introduced"), {"alias": alias})),
                    "closed": entry["lifecycle"] == "retired",
                    "retired_release": entry["retired_release"]},
         "milestones": milestones,

@@ -23,12 +23,16 @@ def register(commands: Commands) -> None:
                      "write")
     p.add_argument("old", metavar="OLD")
     p.add_argument("new", metavar="NEW")
+    p.add_argument("--source", choices=SOURCES,
+                   help="move the tool to another provenance (e.g. mcp -> builtin_mcp into the memory family)")
     commands.add("tool show", cmd_tool_show, "show a tool's descriptor", "read").add_argument("id", metavar="ID")
     p = commands.add("tool list", cmd_tool_list, "list tools, a page at a time", "read")
     p.add_argument("--group", choices=GROUPS)
     p.add_argument("--family")
     p.add_argument("--limit", type=int, default=100)
     p.add_argument("--cursor")
+    p.add_argument("--visibility", choices=(*VISIBILITIES, "all"), default="public",
+                   help="which inventory: public (default), internal, runtime_only or all")
     commands.add("resolve", cmd_resolve, "resolve an ID or alias to its canonical ID", "read") \
         .add_argument("id", metavar="ID")
 
@@ -75,7 +79,7 @@ def cmd_tool_register(ctx: Context) -> Reply:
 
 
 def cmd_tool_rename(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.rename_tool(ctx.args.old, ctx.args.new, ctx.meta()))
+    return answer(ctx, ctx.catalog.rename_tool(ctx.args.old, ctx.args.new, ctx.meta(), source=ctx.args.source))
 
 
 def _tool_lines(tool: dict[str, Any]) -> str:
@@ -96,7 +100,7 @@ def cmd_tool_show(ctx: Context) -> Reply:
 
 def cmd_tool_list(ctx: Context) -> Reply:
     a = ctx.args
-    page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor)
+    page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor, a.visibility)
     human: list[Any] = [Table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],
                               [[t["canonical_id"], t["group"], t["tier"], t["visibility"], t["source"],
                                 ", ".join(x["id"] for x in t["aliases"])] for t in page["tools"]])]

@@ -50,9 +50,11 @@ class Moment:
 
 @router.get(path("tool list"), responses=models.documented(models.ToolPage, 400))
 def tool_list(request: Request, group: Group | None = None, family: str | None = None,
-              limit: int = Query(100, ge=1, le=10_000), cursor: str | None = None, fresh: Fresh = Depends(),
+              limit: int = Query(100, ge=1, le=10_000), cursor: str | None = None,
+              visibility: Literal["public", "internal", "runtime_only", "all"] = "public", fresh: Fresh = Depends(),
               _: Any = READ) -> Response:
-    values = {"group": group, "family": family, "limit": limit, "cursor": cursor, **fresh.values}
+    values = {"group": group, "family": family, "limit": limit, "cursor": cursor, "visibility": visibility,
+              **fresh.values}
     return respond(request, run_command(request, "tool list", values))
 
 

@@ -93,11 +93,17 @@ described AS (
                 WHEN NOT t.schema_valid THEN 'disabled_invalid_schema'
                 WHEN t.requires_state AND ag.state_mode = 'stateless' THEN 'disabled_by_state_mode'
                 WHEN al.agent IS NOT NULL AND ok.agent IS NULL THEN 'disabled_by_agent_allowlist'
-                ELSE 'enabled' END AS exposure
+                ELSE 'enabled' END AS exposure,
+           CASE WHEN r.kind = 'unit' THEN NULL  -- the event behind a disabled exposure, for explain
+                WHEN NOT t.schema_valid THEN t.valid_from
+                WHEN t.requires_state AND ag.state_mode = 'stateless' THEN ag.valid_from
+                WHEN al.agent IS NOT NULL AND ok.agent IS NULL THEN al.valid_from END AS exposure_position
     FROM ranked r JOIN tool_history_at t USING (tool_key)
     LEFT JOIN agent_history_at ag ON r.kind = 'agent' AND ag.name = r.name
     LEFT JOIN allowlist_history_at al ON r.kind = 'agent' AND al.agent = r.name
     LEFT JOIN allowed ok ON r.kind = 'agent' AND ok.agent = r.name AND ok.tool_key = r.tool_key
+    -- ARCH-21: runtime-only helpers are never model-facing (a tool's visibility never changes).
+    WHERE r.tool_key NOT IN (SELECT tool_key FROM tools WHERE visibility = 'runtime_only')
 ),
 winners AS (
     SELECT kind AS subject_kind, name AS subject, tool_key, {{effective_fields}} FROM described WHERE place = 1

@@ -307,7 +307,7 @@ def test_naming_policy_is_recorded_once_and_may_come_from_a_file(toolcat: Any, t
                       env=env))
     # JSON columns come back as JSON values, not as strings holding JSON.
     assert data[0]["data"]["policy"]["name"] == "house-style"
-    ok(toolcat("tool", "register", "read_file", "--source", "builtin", *REGISTER, env=env))
+    ok(toolcat("tool", "register", "get_file", "--source", "builtin", *REGISTER, env=env))  # ADR-0030: verb first
     rejected(toolcat("tool", "register", "files.read", "--source", "builtin", *REGISTER, env=env),
              3, "invalid_id")
     # The first home kept its own policy.

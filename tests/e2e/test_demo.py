@@ -218,11 +218,11 @@ def check_tyrum(document: dict[str, Any], home: Path | None) -> None:
     assert (grant["subject_kind"], grant["subject"]) == ("agent", "triage"), grant
     assert grant["valid_to"] is not None and grant["valid_from"] < grant["valid_to"] <= head, grant
     assert before["position"] == grant["valid_to"] - 1, "as of the position just before the revoke"
-    assert [r["lifecycle"] for r in lifecycle] == ["alias", "deprecated", "retired"], lifecycle
+    # a real rename (tool rename --source builtin_mcp): the old ID is deprecated from the start
+    assert [r["lifecycle"] for r in lifecycle] == ["deprecated", "retired"], lifecycle
     assert all(r["alias"] == "mcp.memory.search" for r in lifecycle), lifecycle
-    assert lifecycle[0]["valid_to"] == lifecycle[1]["valid_from"], lifecycle
-    assert lifecycle[1]["valid_to"] == lifecycle[2]["valid_from"] == steps[2]["position"], lifecycle
-    assert lifecycle[2]["valid_to"] is None, lifecycle
+    assert lifecycle[0]["valid_to"] == lifecycle[1]["valid_from"] == steps[2]["position"], lifecycle
+    assert lifecycle[1]["valid_to"] is None, lifecycle
     assert per_group, "tools per group at release 1.1.0"
     assert {r["group_name"]: r["tools"] for r in per_group} == dict(expected["groups"]), per_group
     assert per_group == sorted(per_group, key=lambda r: (-r["tools"], r["group_name"])), per_group

@@ -149,7 +149,8 @@ def test_an_error_repeating_a_hostile_value_escapes_it(hostile_home: Path) -> No
         as_json = toolcat_in_process(hostile_home, "resolve", f"acme.{RLO}evil", "--json")
     assert text.code == as_json.code == 3
     assert RLO not in text.stderr and ESC not in text.stderr and "\\u202e" in text.stderr
-    assert RLO not in as_json.stderr and json.loads(as_json.stderr)["error"]["code"] == "unknown_tool"
+    # no ID holds a bidi control: malformed, not merely unknown (issue 13, rule 13)
+    assert RLO not in as_json.stderr and json.loads(as_json.stderr)["error"]["code"] == "invalid_id"
 
 
 def test_the_web_page_shows_hidden_characters_as_escapes_and_keeps_its_own_markup() -> None:

@@ -81,8 +81,9 @@ def test_tool_show_describes_a_tool_with_its_aliases(story: Story, read_model: A
     memory = queries.tool_show(read_model, "memory.seed")
     assert (memory["group"], memory["tier"], memory["visibility"], memory["risk"]) == \
         ("memory", "advanced", "internal", "safe_create")
-    # the retired alias stays on record as a tombstone
-    assert memory["aliases"] == [{"id": "mcp.memory.seed", "lifecycle": "retired", "shim": False}]
+    # removal step 4 drops the retired ID from the descriptor; the audit trail keeps it (a tombstone)
+    assert memory["aliases"] == []
+    assert queries.audit_alias(read_model, "mcp.memory.seed")["state"] == "retired"
     with pytest.raises(RetiredAlias):
         queries.tool_show(read_model, "mcp.memory.seed")
 

@@ -70,7 +70,7 @@ def scripted_story(c: Catalog) -> list[tuple[str, Callable[[], Any]]]:
     return [
         ("init", lambda: c.init(preset("spring-voyage"), m)),
         ("release 1.0.0", lambda: c.publish_release("1.0.0", m)),
-        ("sv.echo", lambda: c.register_tool("sv.echo", spec(), m)),
+        ("sv.runtime.echo", lambda: c.register_tool("sv.runtime.echo", spec(), m)),
         ("web.search", lambda: c.register_tool("web.search", spec(description="search"), m)),
         ("web.fetch", lambda: c.register_tool("web.fetch", spec(requires_state=True), m)),
         ("unit org", lambda: c.create_unit("org", None, m)),
@@ -90,7 +90,7 @@ def scripted_story(c: Catalog) -> list[tuple[str, Callable[[], Any]]]:
         ("unbind research", lambda: c.unbind_connector("arxiv", "research", m)),
         ("rebind org", lambda: c.bind_connector("arxiv", "org", m)),
         ("image 1", lambda: c.declare_image("a1", "registry/a1:1", ["img.alpha", "img.beta"], m)),
-        ("image 2", lambda: c.declare_image("a1", "registry/a1:2", ["img.gamma", "sv.echo"], m)),
+        ("image 2", lambda: c.declare_image("a1", "registry/a1:2", ["img.gamma", "sv.runtime.echo"], m)),
         ("allowlist a1", lambda: c.set_allowlist("a1", ["web.*", "img.gamma"], m)),
         ("alias", lambda: c.add_alias("web.fetch", "web_fetch", False, m)),
         ("allowlist a2", lambda: c.set_allowlist("a2", ["web_fetch", "web.search", "sv.*"], m)),
@@ -146,7 +146,7 @@ def test_given_a_scripted_story_when_asked_as_of_each_position_then_the_answer_e
         assert "arxiv.fetch" not in ids(by_name["bind research"], ("agent", "a2"))
         assert "img.alpha" in ids(by_name["image 1"], ("agent", "a1"))
         assert "img.alpha" not in ids(by_name["image 2"], ("agent", "a1"))
-        assert ids(by_name["image 2"], ("agent", "a1"))["sv.echo"] == "platform"
+        assert ids(by_name["image 2"], ("agent", "a1"))["sv.runtime.echo"] == "platform"
         assert "web.find" in ids(by_name["rename"], ("agent", "a1"))
         assert "web.search" not in ids(by_name["rename"], ("agent", "a1"))
 
@@ -156,10 +156,10 @@ def test_given_a_scripted_story_when_asked_as_of_each_position_then_the_answer_e
         assert exposure(by_name["step 2"], "a2", "web.fetch") == "enabled"
         assert exposure(by_name["retire"], "a2", "web.fetch") == "disabled_by_agent_allowlist"
         assert exposure(by_name["rename"], "a2", "web.find") == "enabled"  # the old ID still enables it
-        assert exposure(by_name["allowlist a1"], "a1", "sv.echo") == "disabled_by_agent_allowlist"
-        assert exposure(by_name["clear a1"], "a1", "sv.echo") == "enabled"
+        assert exposure(by_name["allowlist a1"], "a1", "sv.runtime.echo") == "disabled_by_agent_allowlist"
+        assert exposure(by_name["clear a1"], "a1", "sv.runtime.echo") == "enabled"
         assert ids(by_name["revoke web.* org"], ("unit", "org")) == {
-            "arxiv.fetch": "connector:arxiv", "arxiv.search": "connector:arxiv", "sv.echo": "platform"}
+            "arxiv.fetch": "connector:arxiv", "arxiv.search": "connector:arxiv", "sv.runtime.echo": "platform"}
         # before anything existed, nobody had anything
         assert effective_rows(con, STORY_SUBJECTS, at=0) == []
     finally:
@@ -204,8 +204,8 @@ AGENTS = {"a1": ("research", "stateless"), "a2": ("org", "stateful"), "a3": ("op
 CONNECTORS = {"arxiv": ["arxiv.search", "arxiv.fetch"], "gh": ["gh.issue", "gh.pr"]}
 PLAIN = {"web.search": {}, "web.fetch": {"requires_state": True}, "notes.find": {},
          "notes.bad": {"input_schema": {"type": "strng"}}}
-PLATFORM = ["sv.echo", "sv.clock"]
-IMAGE_TOOLS = ["img.alpha", "img.beta", "sv.echo", "arxiv.search", "web.search"]
+PLATFORM = ["sv.runtime.echo", "sv.runtime.clock"]
+IMAGE_TOOLS = ["img.alpha", "img.beta", "sv.runtime.echo", "arxiv.search", "web.search"]
 ALL_TOOLS = [*PLAIN, *PLATFORM, *[t for ts in CONNECTORS.values() for t in ts], "img.alpha"]
 SUBJECTS = [*(f"unit:{u}" for u in UNITS), *(f"agent:{a}" for a in AGENTS)]
 TARGETS = [*ALL_TOOLS, "web.*", "arxiv.*", "sv.*", "img.*", "web.get"]
@@ -283,7 +283,7 @@ def test_random_command_sequences_answer_as_of_every_position_as_they_answered_l
         catalog, con = open_pair(home)
         try:
             catalog.init(preset("spring-voyage"), META)
-            catalog.register_tool("sv.echo", spec(), META)
+            catalog.register_tool("sv.runtime.echo", spec(), META)
             recorded: list[tuple[int, list[dict[str, Any]]]] = []
             for command in sequence:
                 try:

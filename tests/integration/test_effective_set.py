@@ -136,8 +136,9 @@ def retire(world: World, alias: str) -> int:
 # --- precedence of the four tiers ----------------------------------------------------------------
 
 PROVENANCE = {"explicit": "explicit", "connector": "connector:ext", "platform": "platform", "image": "image"}
+# No connector > platform pair: under spring-voyage no connector declares tools in `sv` (seed 002).
 PAIRS = [("explicit", "connector"), ("explicit", "platform"), ("explicit", "image"),
-         ("connector", "platform"), ("connector", "image"), ("platform", "image")]
+         ("connector", "image"), ("platform", "image")]
 
 
 def reach(world: World, tier: str, tool_id: str) -> None:
@@ -175,17 +176,17 @@ def test_given_a_tool_reaching_the_agent_by_two_tiers_when_projected_then_the_hi
 def test_given_each_tier_alone_when_projected_then_the_row_names_that_tier(sv: World) -> None:
     sv.create_unit("team", None)
     sv.create_agent("a", "team", "stateful")
-    for tool_id in ("ext.fetch", "sv.echo", "plain.one", "img.only"):
+    for tool_id in ("ext.fetch", "sv.runtime.echo", "plain.one", "img.only"):
         sv.tool(tool_id)
     sv.add_grant("agent:a", "plain.one")
     reach(sv, "connector", "ext.fetch")
     sv.declare_image("a", "registry/a:1", ["img.only"])
 
     assert {t: r["provenance"] for t, r in sv.agent("a").items()} == {
-        "ext.fetch": "connector:ext", "img.only": "image", "plain.one": "explicit", "sv.echo": "platform"}
+        "ext.fetch": "connector:ext", "img.only": "image", "plain.one": "explicit", "sv.runtime.echo": "platform"}
     # the unit sees the connector and the platform, never the agent's own grant or image
     assert {t: r["provenance"] for t, r in sv.unit("team").items()} == {
-        "ext.fetch": "connector:ext", "sv.echo": "platform"}
+        "ext.fetch": "connector:ext", "sv.runtime.echo": "platform"}
 
 
 # --- inheritance through two levels of units ----------------------------------------------------------
@@ -275,7 +276,7 @@ def bound(sv: World) -> World:
     """Unit `team` with agent `a`; connector `arxiv` (arxiv.search, arxiv.fetch) registered, not bound."""
     sv.create_unit("team", None)
     sv.create_agent("a", "team", "stateful")
-    sv.tool("sv.echo")
+    sv.tool("sv.runtime.echo")
     sv.register_connector("arxiv", None, ["arxiv.search", "arxiv.fetch"])
     return sv
 
@@ -285,7 +286,7 @@ def test_given_a_bound_connector_when_unbound_then_exactly_what_binding_granted_
     before_bind = {kind: bound.rows(kind, name) for kind, name in (("agent", "a"), ("unit", "team"))}
     bound.bind_connector("arxiv", "team")
     bound_rows = {kind: bound.rows(kind, name) for kind, name in (("agent", "a"), ("unit", "team"))}
-    assert set(bound.agent("a")) == {"arxiv.fetch", "arxiv.search", "sv.echo"}
+    assert set(bound.agent("a")) == {"arxiv.fetch", "arxiv.search", "sv.runtime.echo"}
     # the explicit grant outranks the connector: the connector only shadows it
     assert [w["provenance"] for w in bound.explain("agent", "a", "arxiv.search")] == ["explicit", "connector:arxiv"]
 
@@ -308,8 +309,8 @@ def test_given_a_connector_only_grant_when_unbound_then_the_tools_leave_the_set(
 
     bound.unbind_connector("arxiv", "team")
 
-    assert set(bound.agent("a")) == {"sv.echo"}
-    assert set(bound.unit("team")) == {"sv.echo"}
+    assert set(bound.agent("a")) == {"sv.runtime.echo"}
+    assert set(bound.unit("team")) == {"sv.runtime.echo"}
 
 
 def test_given_a_bound_connector_when_bound_again_then_already_bound_and_nothing_written(bound: World) -> None:
@@ -337,13 +338,13 @@ def test_given_an_unknown_connector_when_bound_or_unbound_then_unknown_connector
 @pytest.mark.parametrize("command", [
     lambda w: w.bind_connector("arxiv", "ghost"),
     lambda w: w.unbind_connector("arxiv", "ghost"),
-    lambda w: w.add_grant("unit:ghost", "sv.echo"),
-    lambda w: w.add_grant("agent:ghost", "sv.echo"),
-    lambda w: w.revoke_grant("agent:ghost", "sv.echo"),
+    lambda w: w.add_grant("unit:ghost", "sv.runtime.echo"),
+    lambda w: w.add_grant("agent:ghost", "sv.runtime.echo"),
+    lambda w: w.revoke_grant("agent:ghost", "sv.runtime.echo"),
     lambda w: w.create_agent("b", "ghost", "stateful"),
     lambda w: w.create_unit("child", "ghost"),
-    lambda w: w.declare_image("ghost", "registry/g:1", ["sv.echo"]),
-    lambda w: w.set_allowlist("ghost", ["sv.echo"]),
+    lambda w: w.declare_image("ghost", "registry/g:1", ["sv.runtime.echo"]),
+    lambda w: w.set_allowlist("ghost", ["sv.runtime.echo"]),
 ], ids=["bind", "unbind", "grant-unit", "grant-agent", "revoke", "agent-in-unit", "unit-parent", "image",
         "allowlist"])
 def test_given_an_unknown_subject_when_commanded_then_unknown_subject_and_nothing_written(
@@ -354,7 +355,7 @@ def test_given_an_unknown_subject_when_commanded_then_unknown_subject_and_nothin
 
 def test_given_no_such_grant_when_revoked_then_unknown_grant_and_nothing_written(bound: World) -> None:
     with rejected(bound, UnknownGrant, "unknown_grant"):
-        bound.revoke_grant("agent:a", "sv.echo")  # never granted on a subject without any grant
+        bound.revoke_grant("agent:a", "sv.runtime.echo")  # never granted on a subject without any grant
     bound.add_grant("agent:a", "arxiv.search")
     with rejected(bound, UnknownGrant, "unknown_grant"):
         bound.revoke_grant("agent:a", "arxiv.fetch")
@@ -373,7 +374,7 @@ def test_given_a_grant_when_revoked_then_the_tool_leaves_the_set(bound: World) -
 
     bound.revoke_grant("agent:a", "arxiv.search")
 
-    assert set(bound.agent("a")) == {"sv.echo"}
+    assert set(bound.agent("a")) == {"sv.runtime.echo"}
 
 
 # --- images --------------------------------------------------------------------------------------------
@@ -613,15 +614,15 @@ def test_given_an_allowlist_naming_a_tool_when_the_tool_is_renamed_then_the_old_
 # --- explain ---------------------------------------------------------------------------------------------------
 
 
-def test_given_a_tool_reaching_the_agent_five_ways_when_explained_then_the_winner_is_first_and_the_rest_follow(
+def test_given_a_tool_reaching_the_agent_four_ways_when_explained_then_the_winner_is_first_and_the_rest_follow(
         sv: World) -> None:
+    # A platform tool reaches no subject through a connector (no connector declares tools in `sv`); the
+    # connector tier's place among the others is told by the pairs above.
     sv.create_unit("team", None)
     sv.create_agent("a", "team", "stateful")
     registered = sv.tool("sv.ext.fetch")
     platform_at = next(e.position for e in registered.events if e.type == "Tool.Registered")
     image_at = sv.declare_image("a", "registry/a:1", ["sv.ext.fetch"]).position
-    sv.register_connector("ext", "sv.ext", ["sv.ext.fetch"])
-    bound_at = sv.bind_connector("ext", "team").position
     unit_grant_at = sv.add_grant("unit:team", "sv.ext.fetch").position
     agent_grant_at = sv.add_grant("agent:a", "sv.ext.fetch").position
 
@@ -630,9 +631,8 @@ def test_given_a_tool_reaching_the_agent_five_ways_when_explained_then_the_winne
     assert [(w["place"], w["provenance"], w["inherited_from"], w["position"]) for w in ways] == [
         (1, "explicit", None, agent_grant_at),
         (2, "explicit", "team", unit_grant_at),
-        (3, "connector:ext", "team", bound_at),
-        (4, "platform", None, platform_at),
-        (5, "image", None, image_at),
+        (3, "platform", None, platform_at),
+        (4, "image", None, image_at),
     ]
     assert {w["tool_id"] for w in ways} == {"sv.ext.fetch"}
     winner = sv.agent("a")["sv.ext.fetch"]
@@ -641,11 +641,10 @@ def test_given_a_tool_reaching_the_agent_five_ways_when_explained_then_the_winne
 
     sv.revoke_grant("agent:a", "sv.ext.fetch")
     ways = sv.explain("agent", "a", "sv.ext.fetch")
-    assert [(w["place"], w["provenance"]) for w in ways] == [
-        (1, "explicit"), (2, "connector:ext"), (3, "platform"), (4, "image")]
+    assert [(w["place"], w["provenance"]) for w in ways] == [(1, "explicit"), (2, "platform"), (3, "image")]
     # as of before the revocation the agent's own grant still wins
     before = explain_rows(sv.con, ("agent", "a"), sv.tool_key("sv.ext.fetch"), at=agent_grant_at)
-    assert before[0]["position"] == agent_grant_at and len(before) == 5
+    assert before[0]["position"] == agent_grant_at and len(before) == 4
 
 
 def test_given_a_tool_the_subject_does_not_see_when_explained_then_there_is_no_way(sv: World) -> None:

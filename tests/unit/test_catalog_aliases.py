@@ -13,6 +13,7 @@ from domain.errors import (
     CatalogRuleError,
     DuplicateTool,
     InvalidId,
+    LegacyId,
     NotAnAlias,
     ReservedId,
     ReservedPrefix,
@@ -257,15 +258,14 @@ def test_given_tool_with_live_alias_when_renamed_to_that_alias_then_promoted_wit
     assert tool.aliases["memory.seed"].lifecycle == "deprecated"
 
 
-def test_given_renamed_tool_when_renamed_back_then_old_id_promoted_and_new_deprecated(catalog):
+def test_given_renamed_tool_when_renamed_back_then_legacy_id_and_nothing_written(catalog):
+    # ARCH-21: a legacy public ID never becomes canonical again (tests/unit/test_seed_rules.py has the rest).
     catalog.rename_tool("memory.seed", "memory.seedling", META)
 
-    result = catalog.rename_tool("memory.seedling", "memory.seed", META)
-
-    assert types(result) == ["Tool.Renamed"]
-    tool = catalog.canonical_tool("memory.seed")
-    assert list(tool.aliases) == ["memory.seedling"]
-    assert tool.aliases["memory.seedling"].lifecycle == "deprecated"
+    with rejected(catalog, LegacyId, "legacy_id") as info:
+        catalog.rename_tool("memory.seedling", "memory.seed", META)
+    assert info.value.details["lifecycle"] == "deprecated"
+    assert catalog.canonical_tool("memory.seedling").aliases["memory.seed"].lifecycle == "deprecated"
 
 
 @pytest.mark.parametrize(("new_id", "error", "code"), [

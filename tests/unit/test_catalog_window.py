@@ -15,6 +15,7 @@ from domain.errors import (
     AliasConflict,
     DuplicateMilestone,
     DuplicateStep,
+    LegacyId,
     ReleaseOrder,
     RetiredAlias,
     StepsIncomplete,
@@ -127,13 +128,15 @@ def test_given_canonical_introduced_in_1_1_when_retiring_old_id_in_1_1_then_wind
     app.register_tool("memory.seed", spec(group="memory"), META)
     app.publish_release("1.0.0", META)
     app.rename_tool("memory.seed", "memory.seedling", META)  # memory.seedling ships in 1.1.0
-    record_milestones(app, "1.0.0", alias="memory.seed")
-    confirm_steps(app, 1, 2, alias="memory.seed")
+    with rejected(app, ReleaseOrder, "release_order"):  # 1.0.0 was out before memory.seedling existed
+        record_milestones(app, "1.0.0", alias="memory.seed")
     app.publish_release("1.1.0", META)
+    record_milestones(app, "1.1.0", alias="memory.seed")
+    confirm_steps(app, 1, 2, alias="memory.seed")
 
     with rejected(app, WindowOpen, "window_open") as info:
         app.retire_alias("memory.seed", "1.1.0", META)
-    assert info.value.details["introduced_release"] == "1.1.0"
+    assert info.value.details["earliest_removal"] == "1.2.0"
 
     # one release later the window has closed
     app.publish_release("1.2.0", META)
@@ -211,11 +214,11 @@ def test_given_step_5_recorded_when_recording_it_again_then_duplicate_step(retir
 
 
 def test_given_milestone_recorded_when_recording_it_again_then_duplicate_milestone(catalog):
-    record_milestones(catalog, "1.0.0", ("docs_shipped",))
+    record_milestones(catalog, "1.1.0", ("docs_shipped",))
 
     with rejected(catalog, DuplicateMilestone, "duplicate_milestone") as info:
         catalog.record_milestone(ALIAS, "docs_shipped", "1.1.0", None, META)
-    assert info.value.details["release"] == "1.0.0"
+    assert info.value.details["release"] == "1.1.0"
 
 
 def test_given_deprecated_alias_when_recording_milestone_in_unpublished_release_then_unknown_release(catalog):
@@ -280,7 +283,7 @@ def test_given_retired_alias_when_renaming_another_tool_to_it_then_alias_conflic
         retired.rename_tool("mcp.memory.plant", ALIAS, META)
 
 
-def test_given_retired_old_id_when_tool_renamed_back_to_it_then_alias_conflict_not_promoted():
+def test_given_retired_old_id_when_tool_renamed_back_to_it_then_legacy_id_not_promoted():
     app = new_catalog()
     app.register_tool("memory.seed", spec(group="memory"), META)
     app.publish_release("1.0.0", META)
@@ -291,7 +294,7 @@ def test_given_retired_old_id_when_tool_renamed_back_to_it_then_alias_conflict_n
     app.publish_release("1.2.0", META)
     app.retire_alias("memory.seed", "1.2.0", META)
 
-    with rejected(app, AliasConflict, "alias_conflict") as info:
+    with rejected(app, LegacyId, "legacy_id") as info:
         app.rename_tool("memory.seedling", "memory.seed", META)
     assert info.value.details["lifecycle"] == "retired"
 

@@ -75,7 +75,7 @@ def test_given_current_version_data_when_upcast_then_unchanged():
 
     assert registry.current_version("Tool.Registered") == 2
     assert registry.upcast("Tool.Registered", 2, data) == data
-    assert registry.upcast("Tool.Renamed", 1, {"old_id": "a.b"}) == {"old_id": "a.b"}
+    assert registry.upcast("Tool.Renamed", 2, {"old_id": "a.b"}) == {"old_id": "a.b"}
 
 
 # --- published event names ------------------------------------------------------------------------
@@ -111,7 +111,8 @@ def test_given_a_busy_catalog_then_every_stored_topic_is_a_published_name(catalo
     catalog.rename_tool("memory.seed", "memory.plant", META)
     catalog.add_alias("memory.plant", "memory.sow", True, META)
     catalog.deprecate_alias("memory.sow", META)
-    catalog.record_milestone("memory.sow", "docs_shipped", "1.0.0", None, META)
+    catalog.publish_release("1.1.0", META)
+    catalog.record_milestone("memory.sow", "docs_shipped", "1.1.0", None, META)
     catalog.record_step("memory.sow", 1, "docs", META)
 
     topics = {n.topic for n in catalog.recorder.select_notifications(start=1, limit=100)}

@@ -122,7 +122,9 @@ def test_given_a_bad_connector_namespace_when_registered_then_invalid_name(catal
 def test_when_a_connector_is_registered_then_its_new_tools_are_registered_with_it(catalog: Catalog) -> None:
     result = catalog.register_connector("gh", "github", ["github.issue", "github.pr", "github.list"], META)
 
-    assert types(result) == ["Tool.Registered", "Name.Claimed"] * 3 + ["Connector.Registered"]
+    # the first tool in the namespace claims it for the connector (seed 002: namespaces are owned)
+    assert types(result) == ["Tool.Registered", "Name.Claimed", "Namespace.Claimed"] + \
+        ["Tool.Registered", "Name.Claimed"] * 2 + ["Connector.Registered"]
     assert catalog.connector("gh").tools == ["github.issue", "github.pr", "github.list"]
     assert catalog.connector("gh").namespace == "github"
     assert catalog.canonical_tool("github.pr").spec.source == "connector"
@@ -141,14 +143,14 @@ def test_given_a_tool_named_twice_when_a_connector_is_registered_then_it_is_regi
     """The connector keeps its tools once each (as an image does); repeating `--tool` is no conflict."""
     result = catalog.register_connector("gh", "github", ["github.issue", "github.pr", "github.issue"], META)
 
-    assert types(result) == ["Tool.Registered", "Name.Claimed", "Tool.Registered", "Name.Claimed",
+    assert types(result) == ["Tool.Registered", "Name.Claimed", "Namespace.Claimed", "Tool.Registered", "Name.Claimed",
                              "Connector.Registered"]
     assert catalog.connector("gh").tools == ["github.issue", "github.pr"]
 
 
 def test_given_a_tool_named_twice_when_an_image_is_declared_then_it_is_registered_once(catalog: Catalog) -> None:
     result = catalog.declare_image("scout", "registry/scout:1", ["img.alpha", "img.alpha"], META)
-    assert types(result) == ["Tool.Registered", "Name.Claimed", "Agent.ImageDeclared"]
+    assert types(result) == ["Tool.Registered", "Name.Claimed", "Namespace.Claimed", "Agent.ImageDeclared"]
     assert catalog.agent("scout").image_tools == ["img.alpha"]
 
 
@@ -240,7 +242,7 @@ def test_given_the_tyrum_pattern_shims_when_allowlisted_then_accepted() -> None:
 def test_when_an_image_is_declared_then_new_image_tools_are_registered_with_it(catalog: Catalog) -> None:
     result = catalog.declare_image("scout", "registry/scout:1", ["img.alpha", "web.search"], META)
 
-    assert types(result) == ["Tool.Registered", "Name.Claimed", "Agent.ImageDeclared"]
+    assert types(result) == ["Tool.Registered", "Name.Claimed", "Namespace.Claimed", "Agent.ImageDeclared"]
     assert catalog.canonical_tool("img.alpha").spec.source == "image"
     assert catalog.agent("scout").image_tools == ["img.alpha", "web.search"]
 

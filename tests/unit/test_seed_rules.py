@@ -1,0 +1,334 @@
+"""The naming, ownership and window rules of seeds 000 (ARCH-21), 002 (Spring Voyage tools) and 003
+(ADR-0030), one story each: given a catalog, when a command breaks the rule, then it is refused with a
+stable code (exit 3) and nothing is written. The README's naming-rules table lists them by number.
+
+In-memory store only (no I/O). The read-side rules (6, 10's inventory, 12) are told in
+tests/integration/test_seed_rules_read.py.
+"""
+from __future__ import annotations
+
+import pytest
+
+from domain import registry
+from domain.catalog import Catalog
+from domain.errors import (
+    AliasConflict,
+    InvalidId,
+    InvalidPattern,
+    InvalidText,
+    LegacyId,
+    NamespaceOwned,
+    NotModelFacing,
+    ReleaseOrder,
+    ReservedPrefix,
+    RiskRequired,
+    ShimId,
+    WindowOpen,
+)
+from domain.grammar import ID_MAX, TEXT_MAX
+from domain.naming import preset
+from domain.window import MILESTONES, earliest_removal
+from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
+
+
+def plugin(name: str, **fields: object) -> object:
+    return spec(source="plugin", group="extension", plugin=name, **fields)
+
+
+@pytest.fixture
+def tyrum() -> Catalog:
+    """Given a Tyrum catalog with read, the websearch facade and plugin acme's acme.ticket.create."""
+    app = new_catalog()
+    app.init(preset("tyrum"), META)
+    app.register_tool("read", spec(), META)
+    app.register_tool("websearch", spec(source="builtin_mcp", group="retrieval"), META)
+    app.register_tool("acme.ticket.create", plugin("acme"), META)
+    return app
+
+
+# --- rule 1: plugin, connector and image namespaces are owned (000, 002) -----------------------------
+
+
+def test_rule_1_given_acme_owned_by_its_plugin_when_another_plugin_registers_there_then_namespace_owned(tyrum):
+    with rejected(tyrum, NamespaceOwned, "namespace_owned") as info:
+        tyrum.register_tool("acme.ticket.close", plugin("rival"), META)
+    assert info.value.details["owner"] == "plugin:acme"
+
+
+def test_rule_1_given_acme_owned_by_its_plugin_when_a_builtin_registers_there_then_namespace_owned(tyrum):
+    with rejected(tyrum, NamespaceOwned, "namespace_owned"):
+        tyrum.register_tool("acme.ticket.close", spec(), META)
+
+
+def test_rule_1_given_acme_owned_when_its_own_plugin_registers_more_then_accepted(tyrum):
+    assert "Tool.Registered" in types(tyrum.register_tool("acme.ticket.close", plugin("acme"), META))
+
+
+def test_rule_1_given_a_plugin_tool_when_renamed_into_another_plugins_namespace_then_namespace_owned(tyrum):
+    tyrum.register_tool("rival.ticket.open", plugin("rival"), META)
+
+    with rejected(tyrum, NamespaceOwned, "namespace_owned"):
+        tyrum.rename_tool("rival.ticket.open", "acme.ticket.open", META)
+
+
+def test_rule_1_given_connector_namespace_when_another_connector_declares_tools_there_then_namespace_owned():
+    app = spring_voyage_story()
+
+    with rejected(app, NamespaceOwned, "namespace_owned") as info:
+        app.register_connector("mirror", "arxiv", ["arxiv.mirror"], META)
+    assert info.value.details["owner"] == "connector:arxiv"
+
+
+def test_rule_1_given_image_publisher_namespace_when_another_publisher_declares_there_then_namespace_owned():
+    app = spring_voyage_story()
+    app.declare_image("scout", "acme/scout:1.0", ["acme.cite"], META)
+    app.create_agent("rogue", "research", "stateful", META)
+
+    with rejected(app, NamespaceOwned, "namespace_owned"):
+        app.declare_image("rogue", "evil/rogue:1.0", ["acme.exfiltrate"], META)
+    # the same publisher's other images keep to the namespace it owns
+    assert types(app.declare_image("rogue", "acme/rogue:2.0", ["acme.summarize"], META))
+
+
+# --- rule 2: no mcp.-prefixed aliases for the built-in MCP facades (000) ------------------------------
+
+
+def test_rule_2_given_websearch_facade_when_adding_an_mcp_alias_then_reserved_prefix(tyrum):
+    with rejected(tyrum, ReservedPrefix, "reserved_prefix") as info:
+        tyrum.add_alias("websearch", "mcp.exa.web_search_exa", False, META)
+    assert "facade" in info.value.message
+
+
+# --- rule 3: a legacy ID never becomes canonical again (000) -------------------------------------------
+
+
+def test_rule_3_given_renamed_tool_when_renamed_back_to_its_deprecated_id_then_legacy_id(tyrum):
+    tyrum.rename_tool("acme.ticket.create", "acme.ticket.open", META)
+
+    with rejected(tyrum, LegacyId, "legacy_id") as info:
+        tyrum.rename_tool("acme.ticket.open", "acme.ticket.create", META)
+    assert info.value.details == {"tool_id": "acme.ticket.create", "canonical_id": "acme.ticket.open",
+                                  "lifecycle": "deprecated"}
+
+
+def test_rule_3_given_an_alias_when_a_new_tool_is_registered_under_it_then_alias_conflict(tyrum):
+    tyrum.rename_tool("acme.ticket.create", "acme.ticket.open", META)
+
+    with rejected(tyrum, AliasConflict, "alias_conflict"):
+        tyrum.register_tool("acme.ticket.create", plugin("acme"), META)
+
+
+# --- rule 4: the legacy shims are never canonical (000) ------------------------------------------------
+
+
+@pytest.mark.parametrize("shim", ["tool.fs.read", "tool.fs.write", "tool.exec", "tool.http.fetch", "tool.fs.*"])
+def test_rule_4_given_tyrum_when_registering_a_shim_id_then_shim_id(tyrum, shim):
+    with rejected(tyrum, ShimId, "shim_id"):
+        tyrum.register_tool(shim, spec(), META)
+
+
+def test_rule_4_given_tyrum_when_renaming_to_a_shim_id_then_shim_id_with_a_pasteable_hint(tyrum):
+    tyrum.register_tool("tool.exec.run", spec(), META)
+
+    with rejected(tyrum, ShimId, "shim_id") as info:
+        tyrum.rename_tool("tool.exec.run", "tool.exec", META)
+    assert "toolcat alias add bash tool.exec --shim" in info.value.message
+
+
+# --- rule 5: window releases follow the canonical (000) -------------------------------------------------
+
+
+@pytest.fixture
+def renamed_in_1_0() -> Catalog:
+    """Given 1.0.0 published, then mcp.memory.seed renamed to memory.seed (which ships in 1.1.0)."""
+    app = new_catalog()
+    app.register_tool("mcp.memory.seed", spec(source="mcp", group="memory"), META)
+    app.publish_release("1.0.0", META)
+    app.rename_tool("mcp.memory.seed", "memory.seed", META, source="builtin_mcp")
+    return app
+
+
+def test_rule_5_given_canonical_after_1_0_when_a_milestone_names_1_0_then_release_order(renamed_in_1_0):
+    with rejected(renamed_in_1_0, ReleaseOrder, "release_order") as info:
+        renamed_in_1_0.record_milestone("mcp.memory.seed", "canonical_shipped", "1.0.0", None, META)
+    assert info.value.details["canonical_since"] == "1.0.0"
+
+
+def test_rule_5_when_retiring_before_the_earliest_removal_then_window_open_naming_the_same_release(renamed_in_1_0):
+    app = renamed_in_1_0
+    app.publish_release("1.1.0", META)
+    for name in MILESTONES:
+        app.record_milestone("mcp.memory.seed", name, "1.1.0", None, META)
+    app.record_step("mcp.memory.seed", 1, "docs", META)
+    app.record_step("mcp.memory.seed", 2, "data", META)
+    app.publish_release("1.1.1", META)
+
+    with rejected(app, WindowOpen, "window_open") as info:
+        app.retire_alias("mcp.memory.seed", "1.1.1", META)
+    # what `audit alias` shows is what retirement enforces
+    assert info.value.details["earliest"] == earliest_removal(dict.fromkeys(MILESTONES, "1.1.0"), "1.1.0") == "1.2.0"
+
+
+def test_rule_5_earliest_removal_is_after_the_release_that_introduced_the_canonical():
+    milestones = dict.fromkeys(MILESTONES, "1.0.0")
+
+    assert earliest_removal(milestones) == "1.1.0"
+    assert earliest_removal(milestones, "1.1.0") == "1.1.1"
+
+
+# --- rule 7: moving into a platform family changes the provenance (000) ---------------------------------
+
+
+def test_rule_7_given_raw_mcp_tool_when_renamed_into_memory_without_source_then_reserved_prefix_with_hint():
+    app = new_catalog()
+    app.register_tool("mcp.memory.seed", spec(source="mcp", group="memory"), META)
+
+    with rejected(app, ReservedPrefix, "reserved_prefix") as info:
+        app.rename_tool("mcp.memory.seed", "memory.seed", META)
+    assert "toolcat tool rename mcp.memory.seed memory.seed --source builtin_mcp" in info.value.message
+    assert info.value.details["allowed_sources"] == ["builtin", "builtin_mcp"]
+
+
+def test_rule_7_when_renamed_with_source_then_the_event_records_the_new_source_and_family():
+    app = new_catalog()
+    app.register_tool("mcp.memory.seed", spec(source="mcp", group="memory"), META)
+
+    result = app.rename_tool("mcp.memory.seed", "memory.seed", META, source="builtin_mcp")
+
+    assert types(result) == ["Tool.Renamed", "Name.Claimed"]
+    tool = app.canonical_tool("memory.seed")
+    assert (tool.spec.source, tool.spec.family) == ("builtin_mcp", "memory")
+    assert tool.aliases["mcp.memory.seed"].lifecycle == "deprecated"
+
+
+def test_rule_7_given_a_v1_renamed_event_when_read_then_it_kept_the_source():
+    stored_v1 = {"old_id": "a.b", "new_id": "a.c", "latest_release": None, "actor": "tester"}
+
+    assert registry.upcast("Tool.Renamed", 1, stored_v1) == {**stored_v1, "source": None, "family": None}
+    assert registry.current_version("Tool.Renamed") == 2
+
+
+# --- rule 8: sv.* is the platform's (002) ----------------------------------------------------------------
+
+
+def test_rule_8_given_spring_voyage_when_a_connector_declares_the_sv_namespace_then_reserved_prefix():
+    app = spring_voyage_story()
+
+    with rejected(app, ReservedPrefix, "reserved_prefix"):
+        app.register_connector("shadow", "sv", ["sv.directory.list"], META)
+
+
+def test_rule_8_given_spring_voyage_when_an_image_declares_a_new_sv_tool_then_reserved_prefix():
+    app = spring_voyage_story()
+
+    with rejected(app, ReservedPrefix, "reserved_prefix"):
+        app.declare_image("scout", "acme/scout:1.0", ["sv.memory.forget"], META)
+
+
+@pytest.mark.parametrize("tool_id", ["sv.directory", "sv.directory.peers.list"])
+def test_rule_8_given_spring_voyage_when_a_platform_tool_is_not_sv_area_verb_then_invalid_id(tool_id):
+    app = spring_voyage_story()
+
+    with rejected(app, InvalidId, "invalid_id"):
+        app.register_tool(tool_id, spec(), META)
+
+
+# --- rule 9: verb_noun means verb first, and write verbs carry a risk (003) --------------------------------
+
+
+@pytest.fixture
+def verb_noun() -> Catalog:
+    app = new_catalog()
+    app.init(preset("verb-noun"), META)
+    return app
+
+
+def test_rule_9_given_verb_noun_when_the_name_does_not_start_with_a_verb_then_invalid_id(verb_noun):
+    with rejected(verb_noun, InvalidId, "invalid_id") as info:
+        verb_noun.register_tool("person_merge", spec(risk="safe_update"), META)
+    assert "merge" in info.value.details["verbs"]
+
+
+@pytest.mark.parametrize("risk", [None, "read_only"])
+def test_rule_9_given_verb_noun_when_a_write_verb_has_no_write_risk_then_risk_required(verb_noun, risk):
+    with rejected(verb_noun, RiskRequired, "risk_required"):
+        verb_noun.register_tool("merge_people", spec(risk=risk), META)
+
+
+def test_rule_9_given_verb_noun_when_a_read_verb_or_a_risked_write_then_accepted(verb_noun):
+    assert types(verb_noun.register_tool("find_people_at_org", spec(), META))
+    assert types(verb_noun.register_tool("merge_people", spec(risk="destructive_update"), META))
+
+
+def test_rule_9_given_a_v1_recorded_preset_when_read_then_it_holds_the_presets_vocabulary():
+    stored_v1 = {"policy": {"name": "verb-noun", "id_pattern": "x", "alias_pattern": "y"}}
+
+    upcast = registry.upcast("Policy.Recorded", 1, stored_v1)
+
+    assert upcast["policy"]["verbs"] == preset("verb-noun").verbs
+    assert upcast["policy"]["id_pattern"] == "x"  # what was recorded stays as recorded
+    assert registry.upcast("Policy.Recorded", 1, {"policy": {"name": "house"}}) == {"policy": {"name": "house"}}
+
+
+# --- rule 10: runtime-only helpers are not model-facing (000) ----------------------------------------------
+
+
+def test_rule_10_given_a_runtime_only_helper_when_granted_then_not_model_facing():
+    app = spring_voyage_story()
+    app.register_tool("web.normalize", spec().model_copy(update={"visibility": "runtime_only"}), META)
+
+    with rejected(app, NotModelFacing, "not_model_facing"):
+        app.add_grant("agent:scout", "web.normalize", META)
+
+
+# --- rule 11: shim patterns in grants expand as an allowlist does (000) --------------------------------------
+
+
+def test_rule_11_given_filesystem_builtins_when_granting_tool_fs_star_then_each_builtin_granted():
+    app = new_catalog()
+    for tool_id in ("read", "write", "grep"):
+        app.register_tool(tool_id, spec(), META)
+    app.create_unit("eng", None, META)
+
+    result = app.add_grant("unit:eng", "tool.fs.*", META)
+
+    assert types(result).count("Grants.Added") == 3
+
+
+def test_rule_11_when_granting_tool_star_then_invalid_pattern():
+    app = new_catalog()
+    app.register_tool("read", spec(), META)
+    app.create_unit("eng", None, META)
+
+    with rejected(app, InvalidPattern, "invalid_pattern"):
+        app.add_grant("unit:eng", "tool.*", META)
+
+
+# --- rule 13: bad input ----------------------------------------------------------------------------------
+
+
+def test_rule_13_when_an_id_is_longer_than_its_limit_then_invalid_id(tyrum):
+    with rejected(tyrum, InvalidId, "invalid_id"):
+        tyrum.register_tool("acme." + "a" * ID_MAX, plugin("acme"), META)
+
+
+def test_rule_13_when_evidence_is_longer_than_its_limit_then_invalid_text(renamed_in_1_0):
+    renamed_in_1_0.publish_release("1.1.0", META)
+
+    with rejected(renamed_in_1_0, InvalidText, "invalid_text"):
+        renamed_in_1_0.record_milestone("mcp.memory.seed", "docs_shipped", "1.1.0", "x" * (TEXT_MAX + 1), META)
+
+
+def test_rule_13_when_granting_a_malformed_pattern_then_invalid_id_not_unknown_tool(tyrum):
+    tyrum.create_unit("eng", None, META)
+
+    with rejected(tyrum, InvalidId, "invalid_id"):
+        tyrum.add_grant("unit:eng", "Acme..ticket", META)
+
+
+
+def test_rule_2_given_a_memory_family_helper_when_its_old_mcp_id_is_added_then_accepted():
+    app = new_catalog()
+    app.register_tool("memory.seed", spec(source="builtin_mcp", group="memory"), META)
+
+    assert types(app.add_alias("memory.seed", "mcp.memory.seed", False, META)) == ["Tool.AliasAdded", "Name.Claimed"]
