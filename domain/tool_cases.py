@@ -6,6 +6,7 @@ from domain.base import Meta
 from domain.errors import AliasConflict, DuplicateTool, NotAnAlias, UnknownTool
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
+from domain.nodes import check_node_tool, refuse_not_model_facing
 from domain.schema_check import schema_problems
 from domain.tool import Tool
 from domain.values import ToolSpec
@@ -50,6 +51,7 @@ class ToolUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             check_spec(spec)
             batch.policy.check_tool_id(tool_id, spec.source)
+            check_node_tool(tool_id, spec.group, spec.visibility, batch.policy.name)
             self._require_free(tool_id, as_what="a tool")
             checked = spec.with_family(tool_id).model_copy(
                 update={"schema_valid": spec.input_schema is None or not schema_problems(spec.input_schema)})
@@ -64,6 +66,7 @@ class ToolUseCases(CatalogApplication):
             if new_id == old_id:
                 raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
             batch.policy.check_tool_id(new_id, tool.spec.source)
+            check_node_tool(new_id, tool.spec.group, tool.spec.visibility, batch.policy.name)
             owner = self.owner_of(new_id)
             promoting_own_alias = (owner is not None and owner.id == tool.id
                                    and tool.aliases.get(new_id) is not None
@@ -81,6 +84,7 @@ class ToolUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             tool = self.canonical_tool(canonical_id)
             batch.policy.check_alias_id(alias, tool.spec.source)
+            refuse_not_model_facing(alias)
             self._require_free(alias, as_what="an alias")
             tool.add_alias(alias, shim, meta)
             batch.add(tool, NameClaim.claim(alias, tool.id, meta))
