@@ -233,8 +233,10 @@ def select_node(tool_id: str, tool_key: str, nodes: list[NodeFacts], node: str |
     if len(eligible) == 1:
         return {"node": eligible[0], "reason": "sole_eligible_node", **answer}
     why = "no node is eligible" if not eligible else f"{len(eligible)} nodes are eligible"
-    rule = ("secret delivery never breaks ties by lane; " if strict and eligible else "")
-    raise AmbiguousNodeSelection(f"{why} for '{tool_id}' ({capability}); {rule}name one with --node",
+    rule = "secret delivery never breaks ties by lane; " if strict and eligible else ""
+    hint = (f"name one: toolcat route node {tool_id} --node {eligible[0]}" if eligible
+            else "pair, ready and advertise a node for it first")
+    raise AmbiguousNodeSelection(f"{why} for '{tool_id}' ({capability}); {rule}{hint}",
                                  tool_id=tool_id, capability=capability, candidates=eligible,
                                  attached=attached)
 
