@@ -394,6 +394,8 @@ def test_demo_human_output_prints_every_section_and_readable_tables(toolcat: Any
         "tyrum: the audit timeline of the retired alias mcp.memory.search",
         "tyrum: the hash chain, recomputed from the event store",
         "tyrum: SQL over history",
+        "tyrum: triage read its location, then calls the web through a shim — denied, with evidence",
+        "tyrum: which node takes a desktop screenshot on the main lane?",
         "spring-voyage: agent:librarian — platform, connector (inherited), image and explicit tiers",
         "spring-voyage: why does librarian see arxiv.search?",
         "spring-voyage: agent:helpdesk, stateless and allowlisted",
