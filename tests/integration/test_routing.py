@@ -4,11 +4,12 @@ seed's literal name) are sink:network — with the evidence, as of any position,
 history tables that answer "which denials would rule R have made?"."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from tests.support import error_of, ok
+from tests.support import PROJECT_ROOT, error_of, ok
 
 RULE = "no_sink_after_sensitive_source"
 EVIDENCE = ("decision", "matched_tool_name", "matched_tool_classes", "matched_route_rule_id", "reason_code")
@@ -117,31 +118,15 @@ def test_the_routing_read_model_replays_bit_for_bit(seed_004: int, cli: Any) -> 
     assert ok(cli("audit", "replay", "--until", str(seed_004)))["matches"] is True
 
 
+def readme_denials_query(rule_id: str) -> str:
+    """The README's question "which denials would rule R have made over the last month?", for rule_id."""
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    [query] = [q for q in re.findall(r"```sql\n(.*?)```", readme, re.DOTALL) if "route_rule_history" in q]
+    return query.replace("'no-network-sink-after-sensitive-source'", f"'{rule_id}'")
+
+
 def test_the_readme_question_which_denials_would_rule_r_have_made(seed_004: int, cli: Any) -> None:
-    # The README's query, for the pairs (earlier call, called tool) the rule denied while in force.
-    rows = ok(cli("sql", README_DENIALS.replace("$rule", f"'{RULE}'")))
+    rows = ok(cli("sql", readme_denials_query(RULE)))
 
-    assert [(r["after_name"], r["called_name"]) for r in rows] == [
-        ("read_document", "search_web"), ("read_document", "web_search")]
-
-
-README_DENIALS = """
-WITH r AS (SELECT * FROM route_rule_history WHERE rule_id = $rule
-           AND valid_from_time < date_trunc('month', now()) + INTERVAL 1 MONTH
-           AND coalesce(valid_to_time, now()) >= date_trunc('month', now()) - INTERVAL 1 MONTH),
-     names AS (SELECT t.canonical_id AS name, t.tool_key FROM tools t
-               UNION ALL SELECT alias, tool_key FROM aliases WHERE lifecycle <> 'retired'),
-     c AS (SELECT c.tool_key, c.classes, c.valid_from, c.valid_to FROM tool_class_history c)
-SELECT DISTINCT a.name AS after_name, d.name AS called_name, r.valid_from AS rule_from, r.valid_to AS rule_to
-FROM r
-JOIN c AS dc ON (r.deny_tool_key IS NULL OR dc.tool_key = r.deny_tool_key)
- AND (len(r.deny_any_class) = 0 OR len(list_intersect(dc.classes, r.deny_any_class)) > 0)
- AND (len(r.deny_all_classes) = 0 OR list_has_all(dc.classes, r.deny_all_classes))
- AND dc.valid_from < coalesce(r.valid_to, 9223372036854775807) AND coalesce(dc.valid_to, 9223372036854775807) > r.valid_from
-JOIN c AS ac ON (r.after_tool_key IS NULL OR ac.tool_key = r.after_tool_key)
- AND (len(r.after_any_class) = 0 OR len(list_intersect(ac.classes, r.after_any_class)) > 0)
- AND ac.valid_from < coalesce(r.valid_to, 9223372036854775807) AND coalesce(ac.valid_to, 9223372036854775807) > r.valid_from
-JOIN names d ON d.tool_key = dc.tool_key
-JOIN names a ON a.tool_key = ac.tool_key
-ORDER BY after_name, called_name
-"""
+    assert [(r["denied_call"], r["after_any_of"], r["rule_from"]) for r in rows] == [
+        ("search_web", ["read_document"], seed_004), ("web_search", ["read_document"], seed_004)]
