@@ -15,7 +15,7 @@ from domain.secret_refs import check_allowed
 from domain.subjects import parse_subject
 from projections.effective import INFINITY
 from projections.projector import read_tracking
-from projections.rows import select_rows
+from projections.rows import run, select_rows
 from projections.schema import AS_OF
 from projections.sqlfiles import query
 
@@ -82,3 +82,12 @@ def check_secret_ref(con: duckdb.DuckDBPyConnection, ref: str, tool: ToolFacts) 
         raise UnknownSecretRef(f"no secret reference '{ref}'; add it with toolcat secret ref add {ref} "
                                f"--allow-tool {tool.canonical_id}", secret_ref_id=ref)
     check_allowed(ref, list(rows[0]["allowed_tool_keys"]), tool.canonical_id, tool.tool_key)
+
+
+def with_classes(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """Effective-set rows with each tool's classes as of position `at`, last: names, classes and exposure in
+    one read for a gateway."""
+    found = dict(run(con, f"WITH t AS (SELECT * FROM tool_history WHERE {AS_OF}), "
+                          f"c AS (SELECT * FROM tool_class_history WHERE {AS_OF}) "
+                          "SELECT t.canonical_id, c.classes FROM t JOIN c USING (tool_key)", {"at": at}))
+    return [{**row, "classes": list(found.get(row["tool_id"]) or [])} for row in rows]

@@ -130,3 +130,14 @@ def test_the_readme_question_which_denials_would_rule_r_have_made(seed_004: int,
 
     assert [(r["denied_call"], r["after_any_of"], r["rule_from"]) for r in rows] == [
         ("search_web", ["read_document"], seed_004), ("web_search", ["read_document"], seed_004)]
+
+
+def test_an_agents_effective_rows_may_list_the_classes_last_as_of_any_position(seed_004: int, cli: Any) -> None:
+    ok(cli("grant", "add", "agent:scout", "web_search"))
+    before = ok(cli("tool", "classify", "search_web", "--class", "sink:external"))["position"] - 1
+
+    now = ok(cli("effective", "agent:scout", "--with-classes"))["tools"]
+    then = ok(cli("effective", "agent:scout", "--with-classes", "--at", str(before)))["tools"]
+    assert [(r["tool_id"], r["exposure"], r["classes"]) for r in now] == [("search_web", "enabled", ["sink:external"])]
+    assert list(now[0])[-1] == "classes" and then[0]["classes"] == ["sink:network"]
+    assert "classes" not in ok(cli("effective", "agent:scout"))["tools"][0]
