@@ -14,7 +14,8 @@ from typing import Any
 from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, create, natural_id, record
-from domain.grammar import check_name
+from domain.errors import InvalidName
+from domain.grammar import check_name, shown
 from domain.route_errors import (AmbiguousNodeSelection, CapabilityMirror, NodeNotEligible, NodeState,
                                  NotModelFacing, NotNodeBacked, UnknownNode)
 
@@ -61,8 +62,9 @@ def check_node_tool(tool_id: str, group: str, visibility: str, policy: str) -> N
 
 def check_capability(capability: str) -> str:
     if not isinstance(capability, str) or not _CAPABILITY.fullmatch(capability):
-        raise NodeState(f"capability {capability!r} is not a capability ID; expected tyrum.<area>.<action> "
-                        "such as tyrum.desktop.screenshot", capability=capability)
+        raise InvalidName(f"capability {shown(capability)} is not a capability ID; expected "
+                          "tyrum.<area>.<action> such as tyrum.desktop.screenshot", kind="capability",
+                          name=shown(capability))
     return capability
 
 

@@ -6,14 +6,13 @@ from collections.abc import Callable
 
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
-from domain.errors import RetiredAlias, UnknownTool, UsageError
+from domain.errors import RetiredAlias, UnknownSubject, UnknownTool, UsageError
 from domain.grammar import check_class_label, check_name
 from domain.nodes import Node, node_key, refuse_not_model_facing
 from domain.route_errors import DuplicateSecretRef, UnknownNode
 from domain.routing import ROUTE_RULES_KEY, RouteRule, RouteRules
 from domain.secret_refs import SecretRef, check_ref, secret_ref_key
-from domain.subjects import agent_key, parse_subject, unit_key
-from domain.subjects import Agent, Unit
+from domain.subjects import Agent, Unit, agent_key, parse_subject, unit_key
 from domain.tool import Tool
 
 
@@ -81,7 +80,6 @@ class RouteUseCases(CatalogApplication):
         kind, name = parse_subject(scope)
         key, aggregate = (unit_key(name), Unit) if kind == "unit" else (agent_key(name), Agent)
         if self.get_or_none(key, aggregate) is None:
-            from domain.errors import UnknownSubject
             raise UnknownSubject(f"no {kind} '{name}' for the rule's scope", subject=scope)
 
     # -- nodes ------------------------------------------------------------------------------------

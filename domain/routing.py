@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from eventsourcing.domain import Aggregate
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from domain.base import CatalogEvent, Meta, create, natural_id, record
+from domain.errors import UsageError
 from domain.route_errors import DuplicateRouteRule, UnknownRouteRule
 
 ROUTE_RULES_KEY = natural_id("route_rules", "catalog")
@@ -43,6 +44,13 @@ class RouteRule(BaseModel):
     after_tool: str | None = None
     after_tool_key: str | None = None
     scope: str | None = None  # unit:U (the unit, its sub-units and their agents) or agent:A; None: everyone
+
+    @model_validator(mode="after")
+    def _denies_something(self) -> RouteRule:
+        if not (self.deny_tool_key or self.deny_any_class or self.deny_all_classes):
+            raise UsageError("a route rule denies something: give --deny-any-class, --deny-all-classes or "
+                             "--deny-tool", rule_id=self.rule_id)
+        return self
 
     def denies(self, call: ToolFacts) -> bool:
         checks = []

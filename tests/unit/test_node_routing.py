@@ -9,7 +9,7 @@ from domain.naming import preset
 from domain.nodes import NodeFacts, select_node
 from domain.route_errors import (AmbiguousNodeSelection, CapabilityMirror, DuplicateSecretRef, NodeNotEligible,
                                  NodeState, NotModelFacing, NotNodeBacked, SecretValueRefused, UnknownNode)
-from domain.errors import UnknownTool
+from domain.errors import InvalidName, UnknownTool
 from tests.unit.conftest import META, new_catalog, rejected, spec, types
 
 SHOT = "tyrum.desktop.screenshot"
@@ -63,7 +63,7 @@ def test_node_state_rules_reject_and_write_nothing(catalog: Catalog) -> None:
         catalog.pair_node("laptop", META)
     with rejected(catalog, NodeState, "node_state"):
         catalog.change_node("node.capability", "laptop", {}, META, lambda n: n.withdraw([SHOT], META))
-    with rejected(catalog, NodeState, "node_state"):
+    with rejected(catalog, InvalidName, "invalid_name"):
         catalog.change_node("node.capability", "laptop", {}, META, lambda n: n.advertise(["desktop.shot"], META))
 
 

@@ -88,6 +88,7 @@ def test_a_name_rule_is_stored_by_the_canonical_tool_even_when_written_with_an_a
     ({"rule_id": "no_sink_after_sensitive_source", "deny_tool": "search_web"}, DuplicateRouteRule,
      "duplicate_route_rule"),
     ({"rule_id": "r2", "deny_tool": "fetch_page"}, UnknownTool, "unknown_tool"),
+    ({"rule_id": "r4", "after_any_class": ["source:sensitive"]}, UsageError, "usage"),
     ({"rule_id": "r3", "deny_any_class": ["sink:network"], "scope": "unit:nowhere"}, UnknownSubject,
      "unknown_subject"),
 ])
