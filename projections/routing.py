@@ -7,7 +7,7 @@ from typing import Any
 
 import duckdb
 
-from domain.errors import RetiredAlias, UnknownSubject, UnknownTool
+from domain.errors import RetiredAlias, UnknownSubject, UnknownTool, UsageError
 from domain.nodes import NodeFacts, refuse_not_model_facing, select_node
 from domain.route_errors import UnknownSecretRef
 from domain.routing import RouteRule, ToolFacts, decide
@@ -52,7 +52,10 @@ def subject_scopes(con: duckdb.DuckDBPyConnection, subject: str, at: int = INFIN
 def route_check(con: duckdb.DuckDBPyConnection, subject: str, call: str, after: list[str],
                 at: int | None = None) -> dict[str, Any]:
     """Allow or deny calling `call` after the `after` calls, as the rules stood at position `at`."""
-    position = read_tracking(con).position if at is None else at
+    head = read_tracking(con).position
+    if at is not None and not 0 <= at <= head:
+        raise UsageError(f"--at {at} is outside the history (0 to {head})", head=head)
+    position = head if at is None else at
     scopes = subject_scopes(con, subject, position)
     called = tool_facts(con, call, position)
     earlier = [tool_facts(con, name, position) for name in after]

@@ -102,6 +102,7 @@ def test_a_bad_route_command_is_refused_and_writes_nothing(seed_004: int, cli: A
              (["route", "check", "agent:nobody", "--call", "web_search"], 3, "unknown_subject"),
              (["route", "check", "agent:scout", "--call", "fetch_page"], 3, "unknown_tool"),
              (["route", "check", "agent:scout", "--call", "tool.node.dispatch"], 3, "not_model_facing"),
+             (["route", "check", "agent:scout", "--call", "web_search", "--at", "9999"], 2, "usage"),
              (["tool", "classify", "search_web"], 2, "usage")]
     for args, code, error in cases:
         run = cli(*args)
