@@ -10,14 +10,18 @@ from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
 from domain.name import NameClaim
 from domain.namespace import NamespaceClaim
+from domain.nodes import Node
 from domain.policy import CatalogPolicy
 from domain.release import ReleaseTrain
+from domain.routing import RouteRules
 from domain.seals import SealLog
+from domain.secret_refs import SecretRef
 from domain.subjects import Agent, Unit
 from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
-                                           Connector, SubjectGrants, SealLog, NamespaceClaim)
+                                           Connector, SubjectGrants, SealLog, NamespaceClaim, RouteRules, Node,
+                                           SecretRef)
 
 
 def _event_classes() -> dict[str, type]:

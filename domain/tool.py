@@ -127,6 +127,15 @@ class Tool(Aggregate):
             entry.lifecycle = "retired"
             entry.steps[3] = entry.steps[4] = f"retired in {self.release}"
 
+    class Classified(Event):
+        """The tool's ordered class labels (ADR-027), replacing the ones it had; aliases carry them too."""
+
+        TOPIC = "Tool.Classified"
+        classes: list[str]
+
+        def apply(self, tool: Tool) -> None:
+            tool.spec = tool.spec.model_copy(update={"classes": list(self.classes)})
+
     def __init__(self) -> None:
         self.tool_id: str
         self.spec: ToolSpec
@@ -146,6 +155,9 @@ class Tool(Aggregate):
             family = default_family(new_id, source) if self.spec.family == derived else self.spec.family
         record(self, self.Renamed, meta, old_id=self.tool_id, new_id=new_id, latest_release=latest_release,
                source=source, family=family)
+
+    def classify(self, classes: list[str], meta: Meta) -> None:
+        record(self, self.Classified, meta, classes=classes)
 
     def add_alias(self, alias: str, shim: bool, meta: Meta) -> None:
         record(self, self.AliasAdded, meta, alias=alias, shim=shim)

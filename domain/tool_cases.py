@@ -7,6 +7,7 @@ from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, Re
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
 from domain.namespace import namespace_of, plugin_owner
+from domain.nodes import check_node_tool, refuse_not_model_facing
 from domain.schema_check import schema_problems
 from domain.tool import Tool
 from domain.values import SOURCES, ToolSpec
@@ -52,6 +53,7 @@ class ToolUseCases(CatalogApplication):
             check_spec(spec)
             batch.policy.check_tool_id(tool_id, spec.source)
             batch.policy.check_verb(tool_id, spec.risk)
+            check_node_tool(tool_id, spec.group, spec.visibility, batch.policy.name)
             self._require_free(tool_id, as_what="a tool")
             checked = spec.with_family(tool_id).model_copy(
                 update={"schema_valid": spec.input_schema is None or not schema_problems(spec.input_schema)})
@@ -68,6 +70,7 @@ class ToolUseCases(CatalogApplication):
                 raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
             moved = self._moved_source(tool, source)
             self._check_rename_target(batch, tool, old_id, new_id, moved or tool.spec.source)
+            check_node_tool(new_id, tool.spec.group, tool.spec.visibility, batch.policy.name)
             owner = self.owner_of(new_id)
             promoting_own_alias = owner is not None and owner.id == tool.id and new_id in tool.aliases
             if promoting_own_alias:
@@ -118,6 +121,7 @@ class ToolUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             tool = self.canonical_tool(canonical_id)
             batch.policy.check_alias_id(alias, tool.spec.source)
+            refuse_not_model_facing(alias)
             # ARCH-21: the standalone facades (websearch, webfetch, codesearch) keep their facade IDs; a
             # family's helpers (memory.seed) keep their old mcp.* IDs as deprecated aliases.
             if tool.spec.source == "builtin_mcp" and "." not in tool.tool_id and alias.startswith("mcp."):

@@ -31,6 +31,7 @@ class CatalogPart(BufferedPart):
         self.aliases = GroupedRows("aliases", key="alias", group="tool_key")
         self.tool_history = HistoryRows("tool_history", ("tool_key",))
         self.alias_history = HistoryRows("alias_history", ("alias",))
+        self.class_history = HistoryRows("tool_class_history", ("tool_key",))
         self.platform_namespaces = AppendRows("platform_namespaces")
         self.pattern_shims = AppendRows("pattern_shims")
         self.seals = AppendRows("seals")
@@ -47,6 +48,7 @@ class CatalogPart(BufferedPart):
             "Tool.MilestoneRecorded": self.milestone_recorded,
             "Tool.StepRecorded": self.step_recorded,
             "Tool.AliasRetired": self.alias_retired,
+            "Tool.Classified": self.tool_classified,
             "Name.Claimed": self.ignore,
             "IdempotencyKey.Used": self.ignore,
             "Audit.Started": self.ignore,
@@ -63,7 +65,7 @@ class CatalogPart(BufferedPart):
 
     def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
         return (self.policy, self.releases, self.release_plans, self.milestones, self.steps, self.tools, self.aliases,
-                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals)
+                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals, self.class_history)
 
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
@@ -123,6 +125,12 @@ class CatalogPart(BufferedPart):
             "canonical_position": e.position, "updated_position": e.position,
         })
         self._tool_version(e, e.originator_id)
+        if spec.get("classes"):
+            self.class_history.set((e.originator_id,), {"classes": list(spec["classes"])}, e.position, when(e))
+
+    def tool_classified(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.tools.get(e.originator_id).update(classes=list(data["classes"]), updated_position=e.position)
+        self.class_history.set((e.originator_id,), {"classes": list(data["classes"])}, e.position, when(e))
 
     def tool_renamed(self, e: Envelope, data: dict[str, Any]) -> None:
         tool = self.tools.get(e.originator_id)

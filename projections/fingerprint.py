@@ -22,8 +22,9 @@ _UP_TO = "position <= $at"
 APPEND_ONLY = {"events": _UP_TO, "naming_policy": _UP_TO, "releases": _UP_TO, "release_plans": _UP_TO,
                "alias_milestones": _UP_TO,
                "alias_steps": _UP_TO, "seals": _UP_TO}
+# Classes change (`tool classify`): tool_class_history carries them, as of every position.
 _STATIC_TOOL = ("tool_key, family, group_name, tier, visibility, source, backing_server, plugin, input_schema, "
-                "schema_valid, classes, risk, requires_state, registered_position, registered_at")
+                "schema_valid, risk, requires_state, registered_position, registered_at")
 
 
 def _clipped(table: str) -> str:

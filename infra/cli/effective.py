@@ -13,6 +13,7 @@ from infra.context import Context
 from projections import queries
 from projections.effective import INFINITY, effective_rows, explanation
 from projections.projector import read_tracking
+from projections.routing import with_classes
 from projections.schema import EFFECTIVE_FIELDS
 
 
@@ -20,6 +21,8 @@ def register(commands: Commands) -> None:
     p = commands.add("effective", cmd_effective, "a subject's effective tool set", "read")
     p.add_argument("subject", metavar="SUBJECT")
     _moment_options(p)
+    p.add_argument("--with-classes", action="store_true",
+                   help="add each tool's class labels (ADR-027) to its row, as they stood at the same position")
     p = commands.add("explain", cmd_explain, "why a subject sees (or not) a tool", "read")
     p.add_argument("subject", metavar="SUBJECT")
     p.add_argument("tool", metavar="TOOL")
@@ -65,8 +68,10 @@ def cmd_effective(ctx: Context) -> Reply:
     else:
         rows = effective_rows(con, [(kind, name)], at if at is not None else INFINITY, effective_at)
         tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in rows]
-    document = {"subject": ctx.args.subject, "position": read_tracking(con).position if at is None else at,
-                "tools": tools}
+    position = read_tracking(con).position if at is None else at
+    if ctx.args.with_classes:
+        tools = with_classes(con, tools, position)
+    document = {"subject": ctx.args.subject, "position": position, "tools": tools}
     if effective_at is not None:
         document["effective_at"] = effective_at
     table = Table(f"{ctx.args.subject} at position {document['position']}",

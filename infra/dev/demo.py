@@ -126,7 +126,18 @@ def tyrum_story(demo: Demo, home: Path) -> dict[str, Any]:
                  "AND (h.valid_to IS NULL OR h.valid_to > (SELECT position FROM releases WHERE version = '1.1.0')) "
                  "GROUP BY 1 ORDER BY 2 DESC, 1"),
     ]
+    results.update(route_story(demo, home))
     return results
+
+
+def route_story(demo: Demo, home: Path) -> dict[str, Any]:
+    """ADR-027 and ARCH-19 on the tyrum example: a denied route with its evidence, and a node picked."""
+    demo.heading("tyrum: triage read its location, then calls the web through a shim — denied, with evidence")
+    denied = demo.toolcat(home, "route", "check", "agent:triage", "--call", "tool.http.fetch",
+                          "--after", "tool.location.get")
+    demo.heading("tyrum: which node takes a desktop screenshot on the main lane?")
+    node = demo.toolcat(home, "route", "node", "tool.desktop.screenshot", "--lane", "main")
+    return {"route_denied": denied, "route_node": node}
 
 
 def spring_voyage_story(demo: Demo, home: Path) -> dict[str, Any]:

@@ -27,6 +27,8 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "audit replay": ("GET", "/v1/audit/replay"),
     "audit report": ("GET", "/v1/audit/report"),
     "sql": ("POST", "/v1/sql"),
+    "route check": ("GET", "/v1/subjects/{subject}/route-check"),
+    "route node": ("GET", "/v1/route/node/{tool}"),
 }
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}

@@ -90,8 +90,9 @@ def deprecation_headers(request: Request, tool_id: str) -> dict[str, str]:
 @router.get(path("effective"), responses={**models.documented(models.EffectiveSet, 400, 404, 503),
                                           304: {"description": "unchanged since the ETag given"}})
 def effective(request: Request, subject: str, moment: Moment = Depends(), fresh: Fresh = Depends(),
-              _: Any = READ) -> Response:
-    reply = run_command(request, "effective", {"subject": subject, **moment.values, **fresh.values})
+              with_classes: bool = False, _: Any = READ) -> Response:
+    values = {"subject": subject, "with_classes": with_classes, **moment.values, **fresh.values}
+    reply = run_command(request, "effective", values)
     if moment.values["effective_at"] is not None:  # the same position answers differently at other times
         return respond(request, reply)
     etag = f'"{reply.document["position"]}"'

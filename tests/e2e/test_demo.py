@@ -206,6 +206,14 @@ def check_tyrum(document: dict[str, Any], home: Path | None) -> None:
         assert {"step", "position", "recorded_at", "actor", "evidence"} <= set(step), step
         assert step["actor"] == "e2e" and step["evidence"], step
 
+    # a denied route (ADR-027): a shim of webfetch after a sensitive read, the canonical ID in the evidence
+    denied = tyrum["route_denied"]
+    assert {k: denied[k] for k in ("decision", "matched_tool_name", "matched_route_rule_id", "reason_code")} == {
+        "decision": "deny", "matched_tool_name": "webfetch",
+        "matched_route_rule_id": "no-network-sink-after-sensitive-source", "reason_code": "denied_by_class_rule"}
+    assert denied["matched_tool_classes"] == ["sink:network"], denied
+    assert tyrum["route_node"]["node"] == "laptop" and tyrum["route_node"]["reason"] == "attached_node"
+
     # the hash chain
     verify = tyrum["verify"]
     assert verify["ok"] is True and verify["events"] == head, verify
@@ -386,6 +394,8 @@ def test_demo_human_output_prints_every_section_and_readable_tables(toolcat: Any
         "tyrum: the audit timeline of the retired alias mcp.memory.search",
         "tyrum: the hash chain, recomputed from the event store",
         "tyrum: SQL over history",
+        "tyrum: triage read its location, then calls the web through a shim — denied, with evidence",
+        "tyrum: which node takes a desktop screenshot on the main lane?",
         "spring-voyage: agent:librarian — platform, connector (inherited), image and explicit tiers",
         "spring-voyage: why does librarian see arxiv.search?",
         "spring-voyage: agent:helpdesk, stateless and allowlisted",

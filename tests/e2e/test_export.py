@@ -27,7 +27,7 @@ from projections.rows import scalar
 from tests.support import (PROJECT_ROOT, SCRIPT, error_of, ok, run_in_process, run_toolcat, toolcat_env,
                            toolcat_environ, toolcat_in_process)
 
-QUESTIONS = "### Five questions over history"
+QUESTIONS = "### Questions over history"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_every_table_and_view_comes_back_from_its_parquet_file(story: Path, tmp_
     assert document["position"] == head and document["source"] == "read model"
     assert (document["directory"], document["format"]) == (str(target), "parquet")
     assert len(tables) > 20 and {"events", "tools", "grant_history", "effective_tools"} <= set(tables)
-    assert set(views) == {"units", "agents", "connectors", "bindings", "grants", "image_tools"}
+    assert set(views) == {"units", "agents", "connectors", "bindings", "grants", "image_tools", "tool_classes",
+                          "route_rules", "nodes", "secret_refs"}
     assert document["tables"] == {t: counts[t] for t in tables}
     assert document["views"] == {v: counts[v] for v in views}
     assert sorted(p.name for p in target.iterdir()) == sorted(
@@ -90,7 +91,7 @@ def test_schema_sql_and_the_files_answer_the_readme_questions_as_the_read_model_
         story: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection) -> None:
     target = tmp_path / "out"
     document = ok(export(story, target))
-    assert len(readme_questions()) == 5
+    assert len(readme_questions()) == 6
 
     # the way of any DuckDB: schema.sql, then each table from its file
     with closing(duckdb.connect()) as fresh:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from domain import grammar
 from domain.errors import ToolcatError
+from domain.secret_refs import check_ref
 from infra.cli import main
 from tests.support import toolcat_environ
 
@@ -49,6 +50,7 @@ STORY = [
     ["unit", "create", "eng"],
     ["agent", "create", "triage", "--unit", "eng"],
     ["connector", "register", "gh", "--tool", "gh.issue"],
+    ["node", "pair", "desk"],
 ]
 
 # -- hostile values ---------------------------------------------------------------------------------------
@@ -154,6 +156,23 @@ WRITES = {
     "grant revoke": Write(["grant", "revoke", "{subject}", "{target}"],
                           {"subject": slot("agent:triage", "unit:eng"), "target": slot("read", "gh.*")}),
     "audit seal": Write(["audit", "seal"], {}, examples=10),  # each seal verifies the whole chain first
+    "tool classify": Write(["tool", "classify", "{tool}", "--class", "{c1}", "--class", "{c2}"],
+                           {"tool": TOOL, "c1": slot("source:sensitive"), "c2": slot("sink:network", "exec:command")},
+                           {"c1": grammar.check_class_label, "c2": grammar.check_class_label}),
+    "route rule add": Write(
+        ["route", "rule", "add", "{rule}", "--deny-any-class", "{c}", "--after-tool", "{tool}", "--scope", "{scope}"],
+        {"rule": slot("no-sink", "r_1"), "c": slot("sink:network"), "tool": TOOL,
+         "scope": slot("unit:eng", "agent:triage")},
+        {"rule": lambda v: grammar.check_name(v, "route rule"), "c": grammar.check_class_label}),
+    "node pair": Write(["node", "pair", "{node}"], {"node": slot("laptop", "phone-2")},
+                       {"node": lambda v: grammar.check_name(v, "node")}),
+    "node capability": Write(["node", "capability", "{node}", "--advertise", "{cap}"],
+                             {"node": slot("desk"), "cap": slot("tyrum.desktop.screenshot", "tyrum.location.get")}),
+    "node attach": Write(["node", "attach", "{node}", "--lane", "{lane}"], {"node": slot("desk"),
+                                                                         "lane": slot("main", "lane-2")},
+                         {"lane": lambda v: grammar.check_name(v, "lane")}),
+    "secret ref add": Write(["secret", "ref", "add", "{ref}", "--allow-tool", "{tool}"],
+                            {"ref": slot("github-token", "ops.deploy-key"), "tool": TOOL}, {"ref": check_ref}),
 }
 # Valid keys are fresh UUIDs (a key used again for another command is a conflict, exit 4).
 COMMON = {"actor": slot("alice", "José"), "reason": TEXT, "key": st.uuids().map(str)}

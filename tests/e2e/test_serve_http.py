@@ -27,13 +27,17 @@ READS = {
     ("tool", "show", DEPRECATED): (f"/v1/tools/{DEPRECATED}", {}),
     ("resolve", "tool.fs.read"): ("/v1/resolve/tool.fs.read", {}),
     ("effective", "agent:triage"): ("/v1/subjects/agent:triage/effective", {}),
-    ("effective", "agent:triage", "--at", "150"): ("/v1/subjects/agent:triage/effective", {"at": 150}),
+    ("effective", "agent:triage", "--at", "192"): ("/v1/subjects/agent:triage/effective", {"at": 192}),
     ("effective", "unit:eng", "--as-of", "2999-01-01T00:00:00Z"):
         ("/v1/subjects/unit:eng/effective", {"as_of": "2999-01-01T00:00:00Z"}),
     ("explain", "agent:triage", "read"): ("/v1/subjects/agent:triage/explain/read", {}),
     ("audit", "alias", RETIRED): (f"/v1/audit/aliases/{RETIRED}", {}),
     ("audit", "fingerprint", "--at", "50"): ("/v1/audit/fingerprint", {"at": 50}),
     ("audit", "verify"): ("/v1/audit/verify", {}),
+    ("route", "check", "agent:triage", "--call", "tool.http.fetch", "--after", "tool.location.get"):
+        ("/v1/subjects/agent:triage/route-check", {"call": "tool.http.fetch", "after": ["tool.location.get"]}),
+    ("route", "node", "tool.desktop.screenshot", "--lane", "main"):
+        ("/v1/route/node/tool.desktop.screenshot", {"lane": "main"}),
 }
 
 
@@ -190,6 +194,18 @@ def test_write_errors_are_problems_with_the_stable_codes(admin: httpx.Client) ->
                                                    "group": "extension", "tier": "advanced", "visibility": "public",
                                                    "schema": "/etc/passwd"}), 400, "usage")
     problem(admin.get("/v1/no/such/thing"), 404, "not_found")
+
+
+def test_a_secret_reference_over_http_takes_no_value_and_never_repeats_one(admin: httpx.Client) -> None:
+    value = "ghp_Pl4nt3dOverHttp77"
+    refused = admin.post("/v1/secret/ref/add", json={"ref": "deploy-key", "value": value,
+                                                    "allow_tools": ["tool.secret.copy-to-node-clipboard"]})
+    problem(refused, 400, "usage")
+    problem(admin.post("/v1/secret/ref/add", json={"ref": value, "allow_tools": ["tool.desktop.act"]}), 422,
+            "secret_value_refused")
+    assert value not in refused.text
+    added = write(admin, "/v1/secret/ref/add", {"ref": "deploy-key", "allow_tools": ["tool.secret.copy-to-node-clipboard"]})
+    assert [e["type"] for e in added["events"]] == ["SecretRef.Added"]
 
 
 def test_a_schema_is_given_inline_over_http(admin: httpx.Client) -> None:
@@ -356,7 +372,7 @@ def test_the_command_line_reads_through_the_server_and_never_opens_the_file(
     def toolcat(*args: str) -> Any:
         return run_toolcat(*args, env=env, timeout=120)
 
-    for argv in (("tool", "show", DEPRECATED), ("effective", "agent:triage", "--at", "150"), ("audit", "verify")):
+    for argv in (("tool", "show", DEPRECATED), ("effective", "agent:triage", "--at", "192"), ("audit", "verify")):
         path, query = READS[argv]
         assert ok(toolcat(*argv)) == admin.get(path, params=query).json(), argv
     written = ok(toolcat("grant", "add", "agent:triage", "acme.ticket.open", "--idempotency-key", "cli-1"))

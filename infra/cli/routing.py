@@ -1,0 +1,165 @@
+"""`toolcat tool classify`, `route …`, `node …` and `secret ref …`: tool classes and route rules (ADR-027),
+nodes and secret references (ARCH-19)."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from domain.errors import UsageError
+from domain.nodes import Node
+from infra.cli.output import Reply, plain
+from infra.cli.registry import Commands, Parser, answer
+from infra.context import Context
+from projections import routing
+
+
+def _subgroup(commands: Commands, path: str, help_text: str) -> None:
+    """A second level of commands (`route rule add`): Commands itself knows one level of groups."""
+    group, _, name = path.rpartition(" ")
+    parser = commands.groups[group].add_parser(name, help=help_text)
+    commands.groups[path] = parser.add_subparsers(dest="subsubcommand", metavar="SUBCOMMAND", required=True,
+                                                  parser_class=Parser)
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("tool classify", cmd_tool_classify, "give a tool its ordered class labels", "write")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--class", dest="classes", action="append", required=True, metavar="LABEL")
+    commands.group("route", "route rules over tool classes and names, route decisions, node selection")
+    _route_commands(commands)
+    commands.group("node", "nodes that serve capability-backed tools")
+    _node_commands(commands)
+    commands.group("secret", "secret references: which tools may receive a secret, never its value")
+    _subgroup(commands, "secret ref", "secret references")
+    p = commands.add("secret ref add", cmd_secret_ref_add, "record a secret reference and the tools that may "
+                                                           "receive it (never a value)", "write")
+    p.add_argument("ref", metavar="REF")
+    p.add_argument("--allow-tool", dest="allow_tools", action="append", required=True, metavar="ID")
+    _refuse_unknown_arguments_unrepeated(p)
+
+
+def _route_commands(commands: Commands) -> None:
+    _subgroup(commands, "route rule", "add or remove route rules")
+    p = commands.add("route rule add", cmd_route_rule_add, "add a route rule", "write")
+    p.add_argument("rule_id", metavar="RULE_ID")
+    for flag in ("--deny-any-class", "--deny-all-classes", "--after-any-class"):
+        p.add_argument(flag, action="extend", nargs="+", metavar="C")
+    p.add_argument("--deny-tool", metavar="ID")
+    p.add_argument("--after-tool", metavar="ID")
+    p.add_argument("--scope", metavar="unit:U|agent:A")
+    p = commands.add("route rule remove", cmd_route_rule_remove, "remove a route rule", "write")
+    p.add_argument("rule_id", metavar="RULE_ID")
+    p = commands.add("route check", cmd_route_check, "allow or deny a call, with the evidence", "read")
+    p.add_argument("subject", metavar="SUBJECT")
+    p.add_argument("--call", required=True, metavar="TOOL")
+    p.add_argument("--after", action="append", default=[], metavar="TOOL", help="an earlier call (repeatable)")
+    p.add_argument("--at", type=int, metavar="P", help="decide as the catalog stood at position P")
+    p = commands.add("route node", cmd_route_node, "pick the node a node-backed tool's call goes to", "read")
+    p.add_argument("tool", metavar="TOOL")
+    p.add_argument("--node", metavar="N")
+    p.add_argument("--lane", metavar="L")
+    p.add_argument("--secret-ref", metavar="REF", help="check the secret reference may be given to TOOL")
+
+
+def _node_commands(commands: Commands) -> None:
+    for verb, text in (("pair", "pair a node"), ("unpair", "unpair a node (it becomes unready)"),
+                       ("ready", "mark a paired node ready"), ("unready", "mark a node not ready")):
+        commands.add(f"node {verb}", cmd_node, text, "write").add_argument("node", metavar="NODE")
+    p = commands.add("node capability", cmd_node_capability, "advertise or withdraw capabilities", "write")
+    p.add_argument("node", metavar="NODE")
+    p.add_argument("--advertise", action="extend", nargs="+", metavar="CAP")
+    p.add_argument("--withdraw", action="extend", nargs="+", metavar="CAP")
+    p = commands.add("node attach", cmd_node_attach, "attach a node to a lane", "write")
+    p.add_argument("node", metavar="NODE")
+    p.add_argument("--lane", required=True, metavar="L")
+    p = commands.add("node deny", cmd_node_deny, "deny a node one tool", "write")
+    p.add_argument("node", metavar="NODE")
+    p.add_argument("--tool", required=True, metavar="ID")
+
+
+def _refuse_unknown_arguments_unrepeated(parser: argparse.ArgumentParser) -> None:
+    """Unknown arguments of a secret command are refused without being repeated: they may be a value."""
+    parse = parser.parse_known_args
+
+    def parse_known_args(args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        found, extras = parse(args, namespace)
+        if extras:
+            parser.error(f"{len(extras)} unknown argument(s) refused and not repeated: a secret reference "
+                         "never takes a value")
+        return found, extras
+    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
+
+
+def cmd_tool_classify(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.classify_tool(ctx.args.id, ctx.args.classes, ctx.meta()))
+
+
+def cmd_route_rule_add(ctx: Context) -> Reply:
+    a = ctx.args
+    if not (a.deny_any_class or a.deny_all_classes or a.deny_tool):
+        raise UsageError("a route rule denies something: give --deny-any-class, --deny-all-classes or --deny-tool")
+    rule = {"rule_id": a.rule_id, "deny_any_class": a.deny_any_class or [],
+            "deny_all_classes": a.deny_all_classes or [], "deny_tool": a.deny_tool,
+            "after_any_class": a.after_any_class or [], "after_tool": a.after_tool, "scope": a.scope}
+    return answer(ctx, ctx.catalog.add_route_rule(rule, ctx.meta()))
+
+
+def cmd_route_rule_remove(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.remove_route_rule(ctx.args.rule_id, ctx.meta()))
+
+
+def cmd_route_check(ctx: Context) -> Reply:
+    a = ctx.args
+    found = routing.route_check(ctx.read_model(), a.subject, a.call, a.after, a.at)
+    line = f"{found['decision']}: {plain(a.subject)} calling {plain(a.call)} → {plain(found['matched_tool_name'])}"
+    if found["decision"] == "deny":
+        line += (f" [{plain(', '.join(found['matched_tool_classes']))}] by rule "
+                 f"{plain(found['matched_route_rule_id'])} ({found['reason_code']})")
+    return Reply(found, [line])
+
+
+def cmd_route_node(ctx: Context) -> Reply:
+    a = ctx.args
+    found = routing.route_node(ctx.read_model(), a.tool, a.node, a.lane, a.secret_ref)
+    return Reply(found, [f"{plain(found['tool_id'])} → node {plain(found['node'])} ({found['reason']})"])
+
+
+_NODE_CHANGES: dict[str, Callable[[Node, Any], None]] = {
+    "unpair": lambda node, meta: node.unpair(meta),
+    "ready": lambda node, meta: node.set_ready(True, meta),
+    "unready": lambda node, meta: node.set_ready(False, meta),
+}
+
+
+def cmd_node(ctx: Context) -> Reply:
+    verb, name, meta = ctx.args.subcommand, ctx.args.node, ctx.meta()
+    if verb == "pair":
+        return answer(ctx, ctx.catalog.pair_node(name, meta))
+    change = _NODE_CHANGES[verb]
+    return answer(ctx, ctx.catalog.change_node(f"node.{verb}", name, {}, meta, lambda node: change(node, meta)))
+
+
+def cmd_node_capability(ctx: Context) -> Reply:
+    a, meta = ctx.args, ctx.meta()
+    if bool(a.advertise) == bool(a.withdraw):
+        raise UsageError("give either --advertise CAP… or --withdraw CAP…")
+    if a.advertise:
+        return answer(ctx, ctx.catalog.change_node("node.capability", a.node, {"advertise": a.advertise}, meta,
+                                                   lambda node: node.advertise(a.advertise, meta)))
+    return answer(ctx, ctx.catalog.change_node("node.capability", a.node, {"withdraw": a.withdraw}, meta,
+                                               lambda node: node.withdraw(a.withdraw, meta)))
+
+
+def cmd_node_attach(ctx: Context) -> Reply:
+    a, meta = ctx.args, ctx.meta()
+    return answer(ctx, ctx.catalog.change_node("node.attach", a.node, {"lane": a.lane}, meta,
+                                               lambda node: node.attach(a.lane, meta)))
+
+
+def cmd_node_deny(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.deny_node_tool(ctx.args.node, ctx.args.tool, ctx.meta()))
+
+
+def cmd_secret_ref_add(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.add_secret_ref(ctx.args.ref, ctx.args.allow_tools, ctx.meta()))
