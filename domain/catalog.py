@@ -14,6 +14,7 @@ from domain.grammar import check_policy, check_version_text
 from domain.history import HistoryRecord
 from domain.naming import NamingPolicy
 from domain.policy import POLICY_KEY, CatalogPolicy
+from domain.proposal_cases import ProposalUseCases
 from domain.seals import SEALS_KEY, SealLog
 from domain.subject_cases import SubjectUseCases
 from domain.tool_cases import ToolUseCases
@@ -21,7 +22,7 @@ from domain.tool_cases import ToolUseCases
 __all__ = ["Catalog", "EventRef", "HistoryRecord", "WriteResult"]
 
 
-class Catalog(ToolUseCases, SubjectUseCases):
+class Catalog(ToolUseCases, SubjectUseCases, ProposalUseCases):
     name = "Catalog"
 
     def init(self, policy: NamingPolicy, meta: Meta) -> WriteResult:

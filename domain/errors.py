@@ -205,3 +205,32 @@ class SqlError(ToolcatError):
 
     code = "sql_error"
     exit_code = 2
+
+
+# -- proposals (catalog as code) -------------------------------------------------------------------------
+class UnknownProposal(CatalogRuleError):
+    code = "unknown_proposal"
+
+
+class ProposalClosed(CatalogRuleError):
+    """The proposal was already applied or withdrawn."""
+
+    code = "proposal_closed"
+
+
+class ConfirmationRequired(CatalogRuleError):
+    """A proposal with destructive commands applied without `--confirm-destructive`."""
+
+    code = "confirmation_required"
+
+
+class StaleProposal(Conflict):
+    """The catalog changed after the position a proposal was planned against: plan again (exit 4)."""
+
+    code = "stale_proposal"
+
+
+class UnsupportedChange(CatalogRuleError):
+    """A manifest asks for a change no command makes (removing a tool, a unit, an agent, ...)."""
+
+    code = "unsupported_change"

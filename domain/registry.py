@@ -10,13 +10,14 @@ from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
 from domain.name import NameClaim
 from domain.policy import CatalogPolicy
+from domain.proposal import Proposal
 from domain.release import ReleaseTrain
 from domain.seals import SealLog
 from domain.subjects import Agent, Unit
 from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
-                                           Connector, SubjectGrants, SealLog)
+                                           Connector, SubjectGrants, SealLog, Proposal)
 
 
 def _event_classes() -> dict[str, type]:

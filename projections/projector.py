@@ -20,6 +20,7 @@ from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_rows, run
 from projections.effective_part import EffectivePart
 from projections.subjects_part import SubjectsPart
+from projections.proposals_part import ProposalsPart
 
 PROJECTION = "catalog"
 
@@ -64,7 +65,7 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: boo
 
 
 def default_parts() -> list[Part]:
-    return [CatalogPart(), SubjectsPart(), EffectivePart()]
+    return [CatalogPart(), SubjectsPart(), EffectivePart(), ProposalsPart()]
 
 
 class Projector:
