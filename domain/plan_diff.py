@@ -34,9 +34,10 @@ class Diff:
         self.desired, self.current = desired, current
         self.commands: list[Planned] = []
         self.violations: list[Violation] = []
+        self.last: list[Planned] = []  # retirements: after every grant and allowlist that may name the alias
 
-    def add(self, risk: RiskTag, *argv: str, inputs: dict[str, Any] | None = None) -> None:
-        self.commands.append(Planned(argv=list(argv), risk=risk, inputs=inputs or {}))
+    def add(self, risk: RiskTag, *argv: str, inputs: dict[str, Any] | None = None, last: bool = False) -> None:
+        (self.last if last else self.commands).append(Planned(argv=list(argv), risk=risk, inputs=inputs or {}))
 
     def refuse(self, message: str) -> None:
         self.violations.append(Violation(code="unsupported_change", message=message))
@@ -56,6 +57,7 @@ def plan_commands(desired: Manifest, current: Manifest, fresh: bool) -> Diff:
     _connectors(diff)
     _units(diff)
     _agents(diff)
+    diff.commands += diff.last
     return diff
 
 
@@ -138,9 +140,9 @@ def _window(diff: Diff, alias: str, want: Alias, have: Alias) -> None:
         if step in want.steps and step not in have.steps:
             diff.add("safe_update", "alias", "step", alias, str(step), "--evidence", want.steps[step])
     if want.lifecycle == "retired" and have.lifecycle != "retired" and want.retired_release:
-        diff.add("destructive_delete", "alias", "retire", alias, "--release", want.retired_release)
+        diff.add("destructive_delete", "alias", "retire", alias, "--release", want.retired_release, last=True)
     if 5 in want.steps and 5 not in have.steps:
-        diff.add("safe_update", "alias", "step", alias, "5", "--evidence", want.steps[5])
+        diff.add("safe_update", "alias", "step", alias, "5", "--evidence", want.steps[5], last=True)
 
 
 def _connectors(diff: Diff) -> None:
