@@ -94,6 +94,15 @@ class Manifest(Strict):
     units: dict[str, Unit] = Field(default_factory=dict)
     agents: dict[str, Agent] = Field(default_factory=dict)
 
+    def normalised(self) -> Manifest:
+        """The same catalog with the lists whose order means nothing (bindings, grants) sorted."""
+        copy = self.model_copy(deep=True)
+        for unit in copy.units.values():
+            unit.connectors, unit.grants = sorted(unit.connectors), sorted(unit.grants)
+        for agent in copy.agents.values():
+            agent.grants = sorted(agent.grants)
+        return copy
+
     def document(self) -> dict[str, Any]:
         """The manifest as written out: defaults left out, so an export reads like a hand-written file."""
         return self.model_dump(mode="json", exclude_defaults=True) | {"policy": self.policy}

@@ -75,19 +75,19 @@ def _connectors(con: duckdb.DuckDBPyConnection) -> dict[str, Connector]:
 
 
 def _grants(con: duckdb.DuckDBPyConnection, kind: str) -> dict[str, list[str]]:
-    """Each subject's explicit grants, a tool grant by the tool's canonical ID now (renames follow)."""
+    """Each subject's explicit grants, a tool grant by the tool's canonical ID now (renames follow), sorted."""
     found: dict[str, list[str]] = {}
     for subject, target in run(con, """
             SELECT g.subject, coalesce(t.canonical_id, g.target) FROM grants g
             LEFT JOIN tools t ON t.tool_key = g.tool_key
-            WHERE g.subject_kind = ? ORDER BY g.since, g.target""", [kind]):
+            WHERE g.subject_kind = ? ORDER BY 2""", [kind]):
         found.setdefault(subject, []).append(target)
     return found
 
 
 def _units(con: duckdb.DuckDBPyConnection) -> dict[str, Unit]:
     bound: dict[str, list[str]] = {}
-    for unit, slug in run(con, "SELECT unit, slug FROM bindings ORDER BY since, slug"):
+    for unit, slug in run(con, "SELECT unit, slug FROM bindings ORDER BY slug"):
         bound.setdefault(unit, []).append(slug)
     grants = _grants(con, "unit")
     return {name: Unit(parent=parent, connectors=bound.get(name, []), grants=grants.get(name, []))
