@@ -15,7 +15,7 @@ from infra.manifests import read_manifest
 def register(commands: Commands) -> None:
     p = commands.add("plan", cmd_plan, "diff a manifest (YAML or TOML) against the catalog and hold the "
                                        "plan as a proposal", "write")
-    p.add_argument("file", metavar="FILE", help="the manifest: .yaml, .yml, .json or .toml")
+    p.add_argument("manifest", metavar="FILE", help="the manifest: .yaml, .yml, .json or .toml")
     p = commands.add("apply", cmd_apply, "apply a proposal by its id, re-validated at the head, in one write",
                      "write")
     p.add_argument("proposal_id", metavar="PROPOSAL_ID")
@@ -54,7 +54,7 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
 
 
 def cmd_plan(ctx: Context) -> Reply:
-    document = proposals.plan(ctx, read_manifest(ctx.args.file), ctx.meta())
+    document = proposals.plan(ctx, read_manifest(ctx.args.manifest), ctx.meta())
     return Reply(document, plan_blocks(document))
 
 

@@ -31,7 +31,7 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}
 # Options naming a file the command reads: over HTTP the file's JSON content is given instead.
-FILE_OPTIONS = {"schema", "policy"}
+FILE_OPTIONS = {"schema", "policy", "manifest"}
 
 
 @dataclass(frozen=True)
