@@ -21,7 +21,7 @@ class ProposalUseCases(CatalogApplication):
         check_proposal_id(proposal_id)
         proposal = self.get_or_none(proposal_key(proposal_id), Proposal)
         if proposal is None:
-            raise UnknownProposal(f"no proposal '{proposal_id}'; 'toolcat proposal list' shows them",
+            raise UnknownProposal(f"no proposal '{proposal_id}' in the catalog",
                                   proposal_id=proposal_id)
         if not proposal.intact():
             raise IntegrityFailure(f"proposal '{proposal_id}' no longer matches its digest",

@@ -107,8 +107,9 @@ def apply(ctx: Context, proposal_id: str, confirm_destructive: bool, meta: Meta)
     risky = sorted({c.risk for c in commands if c.risk in DESTRUCTIVE})
     if risky and not confirm_destructive:
         raise ConfirmationRequired(
-            f"proposal '{proposal_id}' holds {' and '.join(risky)} commands; apply it with --confirm-destructive "
-            "after reviewing them", proposal_id=proposal_id, risks=risky)
+            f"proposal '{proposal_id}' holds {' and '.join(risky)} commands; review them with 'toolcat proposal "
+            f"show {proposal_id}', then run 'toolcat apply {proposal_id} --confirm-destructive'",
+            proposal_id=proposal_id, risks=risky)
     with catalog.compound(tagged) as batch:
         run_planned(ctx, commands, tagged, stop_at_first=True)
         proposal.mark_applied(tagged)
