@@ -234,3 +234,9 @@ class UnsupportedChange(CatalogRuleError):
     """A manifest asks for a change no command makes (removing a tool, a unit, an agent, ...)."""
 
     code = "unsupported_change"
+
+
+class IncompatibleSchema(CatalogRuleError):
+    """A new input schema breaks calls the catalog's compatibility mode keeps valid (domain/schema_compat.py)."""
+
+    code = "incompatible_schema"

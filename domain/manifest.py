@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.schema_compat import Mode
 from domain.values import Group, Risk, Source, Tier, Visibility, default_family
 
 MILESTONES = ("canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission")
@@ -88,6 +89,7 @@ class Manifest(Strict):
     """The whole desired catalog. `policy` is a preset name or a policy document (as `init --policy FILE`)."""
 
     policy: str | dict[str, Any] = "tyrum"
+    compatibility: Mode = "backward"  # how a tool's input schema may change (domain/schema_compat.py)
     releases: list[Release] = Field(default_factory=list)
     tools: dict[str, Tool] = Field(default_factory=dict)
     connectors: dict[str, Connector] = Field(default_factory=dict)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from domain.manifest import MILESTONES, Agent, Alias, Manifest, Tool, Unit
+from domain.schema_compat import breaking_changes
 
 RiskTag = Literal["safe_create", "safe_update", "destructive_update", "destructive_delete"]
 DESTRUCTIVE: tuple[str, ...] = ("destructive_update", "destructive_delete")
@@ -106,11 +107,29 @@ def _tools(diff: Diff) -> None:
         if known is None:
             argv, inputs = _tool_argv(tool_id, tool)
             diff.add("safe_create", *argv, inputs=inputs)
-        elif known.spec_fields(tool_id) != tool.spec_fields(tool_id):
-            changed = sorted(k for k, v in tool.spec_fields(tool_id).items() if known.spec_fields(tool_id)[k] != v)
+        elif known.input_schema != tool.input_schema:
+            _schema_change(diff, tool_id, known.input_schema, tool.input_schema)
+        if known is not None and _without_schema(known, tool_id) != _without_schema(tool, tool_id):
+            changed = sorted(k for k, v in _without_schema(tool, tool_id).items()
+                             if _without_schema(known, tool_id)[k] != v)
             diff.refuse(f"tool '{tool_id}' differs in {', '.join(changed)}; a registered tool's description "
                         "does not change (only its ID, by a rename)")
         _aliases(diff, tool_id, tool.aliases, {} if known is None else known.aliases)
+
+
+def _without_schema(tool: Tool, tool_id: str) -> dict[str, Any]:
+    fields = tool.spec_fields(tool_id)
+    del fields["input_schema"]
+    return fields
+
+
+def _schema_change(diff: Diff, tool_id: str, old: Any, new: Any) -> None:
+    """A changed input schema: its breaking changes under the compatibility mode, each naming the property.
+    No command records a new schema version yet, so the change itself is not planned either way."""
+    for change in breaking_changes(old, new, diff.desired.compatibility):
+        diff.violations.append(Violation(code="incompatible_schema", message=f"tool '{tool_id}': {change}"))
+    diff.refuse(f"tool '{tool_id}' declares another input schema; recording a new schema version is not "
+                "supported yet")
 
 
 def _aliases(diff: Diff, tool_id: str, desired: dict[str, Alias], current: dict[str, Alias]) -> None:
