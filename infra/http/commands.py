@@ -27,6 +27,9 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "audit replay": ("GET", "/v1/audit/replay"),
     "audit report": ("GET", "/v1/audit/report"),
     "sql": ("POST", "/v1/sql"),
+    "proposal list": ("GET", "/v1/proposals"),
+    "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
+    "audit what-if": ("GET", "/v1/audit/what-if"),
 }
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}

@@ -8,12 +8,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from infra.http import models
 from infra.http.answers import respond, run_command, server_of
+from domain.errors import UsageError
+from domain.naming import PRESETS
 from infra.http.auth import Principal, require
+from infra.http.reads import AUDIT, READ, Fresh
 from infra.http.writes import _inline_files
 
 router = APIRouter(tags=["proposals"])
@@ -66,3 +69,22 @@ def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Dep
                    idempotency_key: str | None = _KEY) -> Response:
     return _write(request, "apply", {"proposal_id": body.id, "confirm_destructive": body.confirm_destructive,
                                      "reason": body.reason}, principal, idempotency_key)
+
+
+# -- reads -------------------------------------------------------------------------------------------------
+@router.get("/v1/proposals", summary="toolcat proposal list")
+def list_proposals(request: Request, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    return respond(request, run_command(request, "proposal list", fresh.values))
+
+
+@router.get("/v1/proposals/{proposal_id}", summary="toolcat proposal show PROPOSAL_ID")
+def show_proposal(request: Request, proposal_id: str, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    return respond(request, run_command(request, "proposal show", {"proposal_id": proposal_id, **fresh.values}))
+
+
+@router.get("/v1/audit/what-if", tags=["audit"], summary="toolcat audit what-if --policy NAME [--at P]")
+def audit_what_if(request: Request, policy: str = Query(..., description="a preset naming policy"),
+                  at: int | None = Query(None, ge=0), fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    if policy not in PRESETS:  # a file name would be read on the server: only presets over HTTP
+        raise UsageError(f"over HTTP, 'policy' names a preset ({', '.join(PRESETS)})", option="policy")
+    return respond(request, run_command(request, "audit what-if", {"policy": policy, "at": at, **fresh.values}))

@@ -20,7 +20,7 @@ MANIFEST = yaml.safe_load((PROJECT_ROOT / "examples" / "spring-voyage.manifest.y
 def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     home = tmp_path_factory.mktemp("proposals") / "home"
     home.mkdir()
-    keys = tokens(home, admin="read,write")
+    keys = tokens(home, admin="read,write,audit")
     with serving(home) as served, served.client(keys["admin"]) as client:
         yield client
 
@@ -50,3 +50,15 @@ def test_a_manifest_over_http_is_content_never_a_file_name(admin: httpx.Client) 
     assert (refused.status_code, refused.json()["code"]) == (400, "usage")
     unknown = admin.post("/v1/proposal/apply", json={"id": "p-000000000000"})
     assert (unknown.status_code, unknown.json()["code"]) == (422, "unknown_proposal")
+
+
+def test_proposals_and_what_if_are_read_over_http(
+        admin: httpx.Client) -> None:
+    listed = admin.get("/v1/proposals").json()["proposals"]
+    assert listed and {p["state"] for p in listed} <= {"open", "applied"}
+    shown = admin.get(f"/v1/proposals/{listed[0]['proposal_id']}").json()
+    assert shown["proposal_id"] == listed[0]["proposal_id"] and shown["commands"]
+    what_if = admin.get("/v1/audit/what-if", params={"policy": "verb-noun"}).json()
+    assert what_if["policy"] == "verb-noun" and what_if["refused"]
+    refused = admin.get("/v1/audit/what-if", params={"policy": "/etc/passwd"})
+    assert (refused.status_code, refused.json()["code"]) == (400, "usage")
