@@ -4,8 +4,10 @@ atomic batch (at most once per idempotency key), and the stored history read in 
 Every use-case class (tools, subjects, the catalog-wide ones) builds on `CatalogApplication`."""
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -27,6 +29,10 @@ from domain.tool import Tool
 DEFAULT_POLICY = "tyrum"
 
 A = TypeVar("A", bound=Aggregate)
+
+# Commands that record no default policy on a catalog's first write: `init` records its own, and a plan
+# for an empty catalog must leave the choice to the manifest it holds.
+POLICY_FREE_COMMANDS = ("init", "plan", "proposal.withdraw")
 
 
 class EventRef(BaseModel):
@@ -84,7 +90,12 @@ class CatalogApplication(Application[uuid.UUID]):
 
     # -- reading aggregates -------------------------------------------------------------------
     def get_or_none(self, key: uuid.UUID, kind: type[A]) -> A | None:
-        """The aggregate at `key`; natural keys carry their kind, so it is a `kind` when it exists."""
+        """The aggregate at `key`; natural keys carry their kind, so it is a `kind` when it exists. Inside a
+        compound write, the aggregates its earlier commands changed are read as they now stand."""
+        compound = self.compound_batch()
+        for aggregate in compound.aggregates if compound is not None else ():
+            if aggregate.id == key:
+                return cast(A, aggregate)
         try:
             return cast(A, self.repository.get(key))
         except AggregateNotFoundError:
@@ -93,7 +104,7 @@ class CatalogApplication(Application[uuid.UUID]):
     def owner_of(self, tool_id: str) -> Tool | None:
         """The tool that owns `tool_id` as canonical ID or alias (retired ones included)."""
         claim = self.get_or_none(name_key(tool_id), NameClaim)
-        return None if claim is None else cast(Tool, self.repository.get(claim.tool_key))
+        return None if claim is None else self.get_or_none(claim.tool_key, Tool)
 
     def enter_namespace(self, batch: Batch, tool_id: str, owner: str | None) -> None:
         """Refuse `tool_id` if its namespace belongs to another owner; else a plugin, connector or image
@@ -118,12 +129,16 @@ class CatalogApplication(Application[uuid.UUID]):
     def execute(self, command: str, args: dict[str, Any], meta: Meta,
                 build: Callable[[Batch], None]) -> WriteResult:
         """Run one command: check the idempotency key, build the changes, save them atomically."""
+        compound = self.compound_batch()
+        if compound is not None:  # one command of several saved together: compound() saves them
+            build(compound)
+            return WriteResult(position=None, events=[])
         key = meta.idempotency_key
         digest = command_digest(command, args)
-        if key and self._already_done(key, digest):
+        if key and self.already_done(key, digest):
             return WriteResult(position=None, events=[], replayed_key=key)
         batch = Batch(self, meta)
-        if command != "init":
+        if command not in POLICY_FREE_COMMANDS:
             batch.policy  # noqa: B018 - a catalog's first write records the default policy, first
         build(batch)
         if not batch.changes_anything():
@@ -133,14 +148,49 @@ class CatalogApplication(Application[uuid.UUID]):
         try:
             recordings = self.save(*batch.aggregates)
         except RecordConflictError as error:
-            if key and self._already_done(key, digest):
+            if key and self.already_done(key, digest):
                 return WriteResult(position=None, events=[], replayed_key=key)
             raise Conflict("another writer changed the catalog at the same time; nothing was written, "
                            "run the command again", command=command) from error
         events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
         return WriteResult(position=max((e.position for e in events), default=None), events=events)
 
-    def _already_done(self, key: str, digest: str) -> bool:
+    # -- several commands as one atomic write ---------------------------------------------------
+    _compound = threading.local()
+
+    def compound_batch(self) -> Batch | None:
+        return self._compounds().get(id(self))
+
+    def _compounds(self) -> dict[int, Batch]:
+        if not hasattr(self._compound, "batches"):
+            self._compound.batches = {}
+        return cast(dict[int, Batch], self._compound.batches)
+
+    @contextmanager
+    def compound(self, meta: Meta) -> Iterator[Batch]:
+        """Every command run inside builds into one batch and sees what the earlier ones changed; nothing
+        is saved here: the caller saves the batch (`save_compound`) or drops it (a dry run, a rejection).
+        Per thread, so a server's other requests never join it."""
+        if self.compound_batch() is not None:
+            raise RuntimeError("compound writes do not nest")
+        batch = self._compounds()[id(self)] = Batch(self, meta)
+        try:
+            yield batch
+        finally:
+            del self._compounds()[id(self)]
+
+    def save_compound(self, batch: Batch) -> WriteResult:
+        """Save a compound batch in one atomic write; a concurrent writer makes it a conflict."""
+        try:
+            recordings = self.save(*batch.aggregates)
+        except RecordConflictError as error:
+            raise Conflict("another writer changed the catalog at the same time; nothing was written, "
+                           "plan again") from error
+        events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
+        return WriteResult(position=max((e.position for e in events), default=None), events=events)
+
+    def already_done(self, key: str, digest: str) -> bool:
+        """Whether this very command already ran under `key`; the key used for another one is a conflict."""
         used = self.get_or_none(idempotency_key_id(key), IdempotencyKey)
         if used is None:
             return False

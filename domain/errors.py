@@ -237,3 +237,36 @@ class NotModelFacing(CatalogRuleError):
     """A runtime-only tool never enters an agent's tool set."""
 
     code = "not_model_facing"
+# -- proposals (catalog as code) -------------------------------------------------------------------------
+class UnknownProposal(CatalogRuleError):
+    code = "unknown_proposal"
+
+
+class ProposalClosed(CatalogRuleError):
+    """The proposal was already applied or withdrawn."""
+
+    code = "proposal_closed"
+
+
+class ConfirmationRequired(CatalogRuleError):
+    """A proposal with destructive commands applied without `--confirm-destructive`."""
+
+    code = "confirmation_required"
+
+
+class StaleProposal(Conflict):
+    """The catalog changed after the position a proposal was planned against: plan again (exit 4)."""
+
+    code = "stale_proposal"
+
+
+class UnsupportedChange(CatalogRuleError):
+    """A manifest asks for a change no command makes (removing a tool, a unit, an agent, ...)."""
+
+    code = "unsupported_change"
+
+
+class IncompatibleSchema(CatalogRuleError):
+    """A new input schema breaks calls the catalog's compatibility mode keeps valid (domain/schema_compat.py)."""
+
+    code = "incompatible_schema"

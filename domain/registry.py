@@ -12,6 +12,7 @@ from domain.name import NameClaim
 from domain.namespace import NamespaceClaim
 from domain.nodes import Node
 from domain.policy import CatalogPolicy
+from domain.proposal import Proposal
 from domain.release import ReleaseTrain
 from domain.routing import RouteRules
 from domain.seals import SealLog
@@ -21,7 +22,7 @@ from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
                                            Connector, SubjectGrants, SealLog, NamespaceClaim, RouteRules, Node,
-                                           SecretRef)
+                                           SecretRef, Proposal)
 
 
 def _event_classes() -> dict[str, type]:

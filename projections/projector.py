@@ -21,6 +21,7 @@ from projections.rows import insert_rows, run
 from projections.effective_part import EffectivePart
 from projections.subjects_part import SubjectsPart
 from projections.routing_part import RoutingPart
+from projections.proposals_part import ProposalsPart
 
 PROJECTION = "catalog"
 
@@ -65,7 +66,7 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: boo
 
 
 def default_parts() -> list[Part]:
-    return [CatalogPart(), SubjectsPart(), EffectivePart(), RoutingPart()]
+    return [CatalogPart(), SubjectsPart(), EffectivePart(), RoutingPart(), ProposalsPart()]
 
 
 class Projector:

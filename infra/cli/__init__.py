@@ -13,6 +13,7 @@ from domain.errors import ToolcatError, Unavailable
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
                        subjects, tools)
 from infra.cli import routing
+from infra.cli import proposals, what_if
 from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser
 from infra.context import Backend, Context
@@ -20,7 +21,7 @@ from infra.settings import Settings, scrub
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
-                                           audit, pipelines, serve, dev, routing)
+                                           audit, pipelines, serve, dev, routing, proposals, what_if)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 """`toolcat init` and `toolcat release …`: the catalog's naming policy and its release clock."""
 from __future__ import annotations
 
-from domain.naming import PRESETS, policy_from_json, preset
+from domain.naming import PRESETS, NamingPolicy, policy_from_json, preset
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, answer, read_text_file
 from infra.context import Context
@@ -19,10 +19,13 @@ def register(commands: Commands) -> None:
     p.add_argument("--date", required=True, metavar="YYYY-MM-DD")
 
 
+def load_policy(name: str) -> NamingPolicy:
+    """A `--policy` value: a preset's name, or a JSON policy file."""
+    return preset(name) if name in PRESETS else policy_from_json(read_text_file(name, "the policy file"))
+
+
 def cmd_init(ctx: Context) -> Reply:
-    name = ctx.args.policy
-    policy = preset(name) if name in PRESETS else policy_from_json(read_text_file(name, "the policy file"))
-    return answer(ctx, ctx.catalog.init(policy, ctx.meta()))
+    return answer(ctx, ctx.catalog.init(load_policy(ctx.args.policy), ctx.meta()))
 
 
 def cmd_release_publish(ctx: Context) -> Reply:

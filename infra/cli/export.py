@@ -11,19 +11,40 @@ from pathlib import Path
 
 import duckdb
 
+from domain.errors import UsageError
 from infra.cli.output import Reply
 from infra.cli.registry import Commands
 from infra.context import Context
 from infra.exports import FORMATS, write_export
 from infra.http import snapshot
+from infra.manifests import manifest_yaml
+from projections.manifest_export import current_manifest
 from projections.projector import read_tracking
 
 
 def register(commands: Commands) -> None:
     p = commands.add("export", cmd_export, "write the read model out as files other tools read", "read")
-    p.add_argument("directory", metavar="DIR", help="a new or empty directory")
-    p.add_argument("--format", required=True, choices=tuple(FORMATS),
-                   help="parquet: every table and view as Parquet, with schema.sql and load.sql")
+    p.add_argument("directory", metavar="DIR", nargs="?", help="a new or empty directory (parquet)")
+    p.add_argument("--format", required=True, choices=tuple(FORMATS) + ("manifest",),
+                   help="parquet: every table and view as Parquet, with schema.sql and load.sql; manifest: the "
+                        "catalog as a YAML manifest that `toolcat plan` reads")
+    p.add_argument("-o", "--output", metavar="DIR|FILE",
+                   help="where to write: the directory (parquet) or the file (manifest; '-' or none: stdout)")
+
+
+def _export_manifest(ctx: Context) -> Reply:
+    """The catalog as a manifest; `plan` of this very file answers an empty plan."""
+    con = ctx.read_model()
+    position = read_tracking(con).position
+    manifest = current_manifest(con)
+    text = manifest_yaml(manifest)
+    target = ctx.args.output or ctx.args.directory
+    document = {"format": "manifest", "position": position, "file": None, "manifest": manifest.document()}
+    if target in (None, "-"):
+        return Reply(document, [text.rstrip("\n")])
+    Path(target).write_text(text)
+    document["file"] = target
+    return Reply(document, [f"wrote the catalog's manifest at position {position} to {target}"])
 
 
 def _fresh_snapshot(ctx: Context) -> duckdb.DuckDBPyConnection | None:
@@ -36,7 +57,12 @@ def _fresh_snapshot(ctx: Context) -> duckdb.DuckDBPyConnection | None:
 
 
 def cmd_export(ctx: Context) -> Reply:
-    directory = Path(ctx.args.directory)
+    if ctx.args.format == "manifest":
+        return _export_manifest(ctx)
+    target = ctx.args.output or ctx.args.directory
+    if target is None:
+        raise UsageError("name the directory to export into: toolcat export --format parquet -o DIR")
+    directory = Path(target)
     own = _fresh_snapshot(ctx)
     con = own or ctx.read_only_model()
     try:

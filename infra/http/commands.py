@@ -29,11 +29,14 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "sql": ("POST", "/v1/sql"),
     "route check": ("GET", "/v1/subjects/{subject}/route-check"),
     "route node": ("GET", "/v1/route/node/{tool}"),
+    "proposal list": ("GET", "/v1/proposals"),
+    "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
+    "audit what-if": ("GET", "/v1/audit/what-if"),
 }
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}
 # Options naming a file the command reads: over HTTP the file's JSON content is given instead.
-FILE_OPTIONS = {"schema", "policy"}
+FILE_OPTIONS = {"schema", "policy", "manifest"}
 
 
 @dataclass(frozen=True)

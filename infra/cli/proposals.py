@@ -1,0 +1,88 @@
+"""`toolcat plan`, `toolcat apply` and `toolcat proposal list|show|withdraw`: the catalog as code."""
+from __future__ import annotations
+
+from typing import Any
+
+from domain.errors import UnknownProposal
+from domain.grammar import check_proposal_id
+from infra import proposals
+from infra.cli.output import Block, Reply, Table, plain
+from infra.cli.registry import Commands, answer
+from infra.context import Context
+from infra.manifests import read_manifest
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("plan", cmd_plan, "diff a manifest (YAML or TOML) against the catalog and hold the "
+                                       "plan as a proposal", "write")
+    p.add_argument("manifest", metavar="FILE", help="the manifest: .yaml, .yml, .json or .toml")
+    p = commands.add("apply", cmd_apply, "apply a proposal by its id, re-validated at the head, in one write",
+                     "write")
+    p.add_argument("proposal_id", metavar="PROPOSAL_ID")
+    p.add_argument("--confirm-destructive", action="store_true",
+                   help="required when the proposal revokes, unbinds, retires or narrows anything")
+    commands.group("proposal", "proposals held by the catalog (toolcat plan)")
+    commands.add("proposal list", cmd_proposal_list, "list proposals and their state", "read")
+    commands.add("proposal show", cmd_proposal_show, "show a proposal's commands", "read") \
+        .add_argument("proposal_id", metavar="PROPOSAL_ID")
+    commands.add("proposal withdraw", cmd_proposal_withdraw, "withdraw an open proposal", "write") \
+        .add_argument("proposal_id", metavar="PROPOSAL_ID")
+
+
+def plan_blocks(document: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = [f"Proposal {document['proposal_id']} (planned against position "
+                           f"{document['base_position']}): {len(document['commands'])} command(s)"]
+    if document["commands"]:
+        blocks.append(Table("commands", ["risk", "command"],
+                            [[c["risk"], c["command"]] for c in document["commands"]]))
+    if document["violations"]:
+        blocks.append(Table("rules the plan breaks", ["code", "message"],
+                            [[v["code"], v["message"]] for v in document["violations"]]))
+    rows = [[subject, "+ " + tool, ""] for subject, e in document["effects"].items() for tool in e["gains"]]
+    rows += [[subject, "- " + tool, ""] for subject, e in document["effects"].items() for tool in e["loses"]]
+    rows += [[subject, "~ " + c["tool_id"], f"{c['field']}: {c['from']} → {c['to']}"]
+             for subject, e in document["effects"].items() for c in e["changes"]]
+    if rows:
+        blocks.append(Table("effective sets", ["subject", "tool", "change"], sorted(rows)))
+    if not document["commands"] and not document["violations"]:
+        blocks.append("Nothing to change: the catalog already matches the manifest.")
+    elif not document["violations"]:
+        blocks.append(f"apply it with: toolcat apply {document['proposal_id']}"
+                      + (" --confirm-destructive" if any(c["risk"].startswith("destructive")
+                                                        for c in document["commands"]) else ""))
+    return blocks
+
+
+def cmd_plan(ctx: Context) -> Reply:
+    document = proposals.plan(ctx, read_manifest(ctx.args.manifest), ctx.meta())
+    return Reply(document, plan_blocks(document))
+
+
+def cmd_apply(ctx: Context) -> Reply:
+    return answer(ctx, proposals.apply(ctx, ctx.args.proposal_id, ctx.args.confirm_destructive, ctx.meta()))
+
+
+def cmd_proposal_list(ctx: Context) -> Reply:
+    rows = proposals.proposal_rows(ctx.read_model())
+    listed = [{k: r[k] for k in ("proposal_id", "state", "base_position", "position", "recorded_at", "actor")}
+              | {"commands": len(r["commands"])} for r in rows]
+    return Reply({"proposals": listed},
+                 [Table(None, ["proposal_id", "state", "base", "commands", "actor"],
+                        [[r["proposal_id"], r["state"], r["base_position"], r["commands"], r["actor"]]
+                         for r in listed])])
+
+
+def cmd_proposal_show(ctx: Context) -> Reply:
+    proposal_id = check_proposal_id(ctx.args.proposal_id)
+    rows = proposals.proposal_rows(ctx.read_model(), proposal_id)
+    if not rows:
+        raise UnknownProposal(f"no proposal '{proposal_id}'; 'toolcat proposal list' shows them",
+                              proposal_id=proposal_id)
+    row = rows[0]
+    return Reply(row, [f"Proposal {plain(proposal_id)}: {row['state']}, planned against position "
+                       f"{row['base_position']} by {plain(row['actor'])}",
+                       Table(None, ["risk", "command"], [[c["risk"], c["command"]] for c in row["commands"]])])
+
+
+def cmd_proposal_withdraw(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.withdraw_proposal(ctx.args.proposal_id, ctx.meta()))

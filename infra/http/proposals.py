@@ -1,0 +1,90 @@
+"""`POST /v1/proposal/make` and `POST /v1/proposal/apply`: the catalog as code over HTTP (ADR-0030: a
+proposal is held by the server and confirmed by its id, never by a re-sent payload). They run the command
+line's `plan` and `apply`, as every write route does; the manifest comes as the body's JSON.
+
+No `from __future__ import annotations` here: FastAPI reads the body types from the annotations."""
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from infra.http import models
+from infra.http.answers import respond, run_command, server_of
+from domain.errors import UsageError
+from domain.naming import PRESETS
+from infra.http.auth import Principal, require
+from infra.http.reads import AUDIT, READ, Fresh
+from infra.http.writes import _inline_files
+
+router = APIRouter(tags=["proposals"])
+_KEY = Header(None, description="a retry with the same key writes nothing and answers as the first did")
+
+
+class MakeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    manifest: dict[str, Any] = Field(description="the manifest, as the YAML or TOML file would hold it")
+    reason: str | None = None
+
+
+class ApplyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="the proposal id a plan answered")
+    confirm_destructive: bool = Field(False, description="required when the proposal takes anything away")
+    reason: str | None = None
+
+
+class PlanAnswer(BaseModel):
+    """What `toolcat plan --json` answers."""
+    proposal_id: str
+    base_position: int
+    position: int | None
+    commands: list[dict[str, str]]
+    violations: list[dict[str, str]]
+    effects: dict[str, dict[str, list[Any]]]
+
+
+def _write(request: Request, command: str, values: dict[str, Any], principal: Principal,
+           idempotency_key: str | None) -> Response:
+    with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
+        values = _inline_files({k: v for k, v in values.items() if v is not None}, Path(folder))
+        reply = run_command(request, command, {**values, "actor": principal.name,
+                                               "idempotency_key": idempotency_key})
+    server_of(request).nudge()
+    return respond(request, reply)
+
+
+@router.post("/v1/proposal/make", summary="toolcat plan (the manifest as the body)",
+             responses=models.documented(PlanAnswer, 400, 401, 403, 422))
+def make_proposal(request: Request, body: MakeBody, principal: Principal = Depends(require("write")),
+                  idempotency_key: str | None = _KEY) -> Response:
+    return _write(request, "plan", {"manifest": body.manifest, "reason": body.reason}, principal, idempotency_key)
+
+
+@router.post("/v1/proposal/apply", summary="toolcat apply PROPOSAL_ID",
+             responses=models.documented(models.WriteAnswer, 400, 401, 403, 409, 422))
+def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Depends(require("write")),
+                   idempotency_key: str | None = _KEY) -> Response:
+    return _write(request, "apply", {"proposal_id": body.id, "confirm_destructive": body.confirm_destructive,
+                                     "reason": body.reason}, principal, idempotency_key)
+
+
+# -- reads -------------------------------------------------------------------------------------------------
+@router.get("/v1/proposals", summary="toolcat proposal list")
+def list_proposals(request: Request, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    return respond(request, run_command(request, "proposal list", fresh.values))
+
+
+@router.get("/v1/proposals/{proposal_id}", summary="toolcat proposal show PROPOSAL_ID")
+def show_proposal(request: Request, proposal_id: str, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+    return respond(request, run_command(request, "proposal show", {"proposal_id": proposal_id, **fresh.values}))
+
+
+@router.get("/v1/audit/what-if", tags=["audit"], summary="toolcat audit what-if --policy NAME [--at P]")
+def audit_what_if(request: Request, policy: str = Query(..., description="a preset naming policy"),
+                  at: int | None = Query(None, ge=0), fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    if policy not in PRESETS:  # a file name would be read on the server: only presets over HTTP
+        raise UsageError(f"over HTTP, 'policy' names a preset ({', '.join(PRESETS)})", option="policy")
+    return respond(request, run_command(request, "audit what-if", {"policy": policy, "at": at, **fresh.values}))

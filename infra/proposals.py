@@ -1,0 +1,131 @@
+"""Plan and apply (catalog as code): a manifest diffed against the catalog, the commands dry-run on the
+catalog and their effect on every effective set predicted in a scratch read model, the plan held as a
+proposal; later applied by id, re-validated at the head, in one atomic write tagged with the proposal id.
+
+A planned command is the command line's own: it runs through the same parser and handler as when typed,
+so a plan's rules and error codes are those of the commands."""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from domain.base import Meta
+from domain.catalog import Catalog, WriteResult
+from domain.errors import ConfirmationRequired, ToolcatError
+from domain.idempotency import IdempotencyKey, command_digest
+from domain.manifest import Manifest
+from domain.plan_diff import DESTRUCTIVE, Planned, plan_commands
+from infra.context import Context
+from projections.manifest_export import current_manifest
+from projections.projector import read_tracking
+from projections.rows import scalar
+from projections.scratch import predicted_effects
+
+
+class _Lent:
+    """What a planned command's handler gets: the plan's catalog (inside its compound write), no read model."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def read_model(self, freshness: Any) -> Any:
+        raise ToolcatError("a planned command does not read the read model")
+
+
+def shown_command(planned: Planned) -> str:
+    """The command as typed; a file option shows the file it takes (the proposal holds its content)."""
+    files = [a for option in planned.inputs for a in (option, f"{option.strip('-')}.json")]
+    return "toolcat " + shlex.join(planned.argv + files)
+
+
+def _parsed(planned: Planned, files: Path, index: int, meta: Meta) -> argparse.Namespace:
+    from infra.cli import parse_command  # the parser knows every command module, this one included
+    argv = list(planned.argv)
+    for option, content in planned.inputs.items():
+        path = files / f"{index}{option}.json"
+        path.write_text(json.dumps(content))
+        argv += [option, str(path)]
+    args = parse_command(argv)
+    args.actor, args.reason, args.idempotency_key = meta.actor, meta.reason, meta.idempotency_key
+    return args
+
+
+def run_planned(ctx: Context, commands: list[Planned], meta: Meta, stop_at_first: bool) -> list[dict[str, Any]]:
+    """Run the commands inside the catalog's open compound write; the rules they break, each with the
+    command's own error code (the first is raised instead when `stop_at_first`)."""
+    violations = []
+    with tempfile.TemporaryDirectory(prefix="toolcat-plan-") as files:
+        for index, planned in enumerate(commands):
+            args = _parsed(planned, Path(files), index, meta)
+            try:
+                args.handler(Context(ctx.settings, args, _Lent(ctx.catalog)))
+            except ToolcatError as error:
+                if stop_at_first:
+                    raise
+                violations.append({"code": error.code, "message": error.message,
+                                   "command": shown_command(planned)})
+    return violations
+
+
+def plan(ctx: Context, manifest: Manifest, meta: Meta) -> dict[str, Any]:
+    con = ctx.read_model()
+    base = read_tracking(con).position
+    fresh = not scalar(con, "SELECT count(*) FROM naming_policy")
+    diff = plan_commands(manifest, current_manifest(con), fresh)
+    violations = [v.model_dump() for v in diff.violations]
+    with ctx.catalog.compound(meta) as batch:  # a dry run: the batch is dropped, never saved
+        violations += run_planned(ctx, diff.commands, meta, stop_at_first=False)
+        planned_events = ctx.catalog.pending_history(batch, after=base)
+    effects = predicted_effects(con, planned_events)
+    proposal_id = f"p-{uuid.uuid4().hex[:12]}"
+    made = ctx.catalog.make_proposal(proposal_id, base, [c.model_dump() for c in diff.commands], meta)
+    return {"proposal_id": proposal_id, "base_position": base, "position": made.position,
+            "commands": [{"command": shown_command(c), "risk": c.risk} for c in diff.commands],
+            "violations": violations, "effects": effects}
+
+
+def apply(ctx: Context, proposal_id: str, confirm_destructive: bool, meta: Meta) -> WriteResult:
+    """Re-validate the proposal at the head and save all its commands at once, tagged with its id (the
+    events' idempotency key, `proposal:<id>` unless the caller gave one)."""
+    catalog = ctx.catalog
+    proposal = catalog.proposal(proposal_id)
+    tagged = meta.model_copy(update={"idempotency_key": meta.idempotency_key or f"proposal:{proposal_id}"})
+    key, digest = tagged.idempotency_key, command_digest("apply", {"proposal_id": proposal_id})
+    assert key is not None
+    if catalog.already_done(key, digest):
+        return WriteResult(position=None, events=[], replayed_key=key)
+    proposal.require_open()
+    catalog.require_unchanged_since(proposal)
+    commands = [Planned.model_validate(c) for c in proposal.commands]
+    risky = sorted({c.risk for c in commands if c.risk in DESTRUCTIVE})
+    if risky and not confirm_destructive:
+        raise ConfirmationRequired(
+            f"proposal '{proposal_id}' holds {' and '.join(risky)} commands; review them with 'toolcat proposal "
+            f"show {proposal_id}', then run 'toolcat apply {proposal_id} --confirm-destructive'",
+            proposal_id=proposal_id, risks=risky)
+    with catalog.compound(tagged) as batch:
+        run_planned(ctx, commands, tagged, stop_at_first=True)
+        proposal.mark_applied(tagged)
+        batch.add(proposal, IdempotencyKey.use(key, "apply", digest, tagged))
+        return catalog.save_compound(batch)
+
+
+def proposal_rows(con: duckdb.DuckDBPyConnection, proposal_id: str | None = None) -> list[dict[str, Any]]:
+    from projections.rows import select_rows
+    where = "WHERE p.proposal_id = ?" if proposal_id else ""
+    rows = select_rows(con, f"""
+        SELECT p.proposal_id, p.base_position, p.digest, p.commands, p.position, p.recorded_at::VARCHAR AS recorded_at,
+               p.actor, coalesce(o.outcome, 'open') AS state, o.position AS closed_position
+        FROM proposals p LEFT JOIN proposal_outcomes o USING (proposal_id) {where} ORDER BY p.position""",
+                       [proposal_id] if proposal_id else None)
+    for row in rows:
+        commands = [Planned.model_validate(c) for c in json.loads(row.pop("commands"))]
+        row["commands"] = [{"command": shown_command(c), "risk": c.risk} for c in commands]
+    return rows
