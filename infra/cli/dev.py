@@ -6,6 +6,7 @@ import sys
 import time
 
 from domain.errors import UsageError
+from infra.cli.hints import command
 from infra.cli.output import AS_JSON, Reply, notices, print_text
 from infra.cli.registry import Commands
 from infra.context import Context
@@ -14,9 +15,10 @@ from infra.signals import StopFlag
 
 def register(commands: Commands) -> None:
     commands.add("dev-broker", cmd_dev_broker, "run a local Kafka-compatible broker", "pipeline") \
-        .add_argument("--port", type=int, default=9092)
+        .add_argument("--port", type=int, default=9092, help="the port to listen on (default 9092)")
     p = commands.add("bench", cmd_bench, "measure the performance budget (JSON figures)", "pipeline")
-    p.add_argument("--events", type=int, default=20000)
+    p.add_argument("--events", type=int, default=20000,
+                   help="how many events to generate for the figures (default 20000)")
     p.add_argument("--only", metavar="NAME[,NAME…]", help="only these figures")
     p.add_argument("--kafka-client", choices=("kafka-python", "confluent"),
                    help="the Kafka client library of the Kafka figures (default: TOOLCAT_KAFKA_CLIENT)")
@@ -55,4 +57,5 @@ def cmd_bench(ctx: Context) -> Reply:
 def cmd_demo(ctx: Context) -> Reply:
     from infra.dev.demo import run_demo
     document = run_demo(ctx.settings, ctx.args.kafka, quiet=ctx.as_json)
-    return Reply(document, [f"\nDone. Explore: toolcat --home {ctx.settings.home / 'tyrum'} tool list"])
+    explore = command("tool", "list", home=str(ctx.settings.home / "tyrum"))
+    return Reply(document, [f"\nDone. Explore: {explore}"])

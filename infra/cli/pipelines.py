@@ -21,7 +21,8 @@ from projections.projector import Projector
 def register(commands: Commands) -> None:
     p = commands.add("project", cmd_project, "bring the DuckDB read model up to date", "pipeline")
     p.add_argument("--follow", action="store_true", help="keep projecting new events until stopped")
-    p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store")
+    p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store",
+                   help="where the events come from: the event store (default) or Kafka toolcat.events")
     p.add_argument("--idle-seconds", type=float, default=3.0,
                    help="with --from kafka and no --follow: stop after this long without messages")
     p = commands.add("relay", cmd_relay, "publish stored events to Kafka toolcat.events", "pipeline")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import ToolcatError, UsageError
+from infra.cli.hints import command
 from infra.dev.broker import DevBroker
 from infra.settings import Settings
 
@@ -180,7 +181,8 @@ def run_demo(settings: Settings, kafka: bool, quiet: bool) -> dict[str, Any]:
             demo.heading(f"Streaming both catalogs through Kafka ({bootstrap})")
             document["kafka"] = {n: through_kafka(demo, h, n, bootstrap) for n, h in homes.items()}
         else:
-            demo.say("\n(no broker: set TOOLCAT_KAFKA_BOOTSTRAP or run 'toolcat demo --kafka' to also stream the "
+            again = command("demo", "--kafka", home=str(home))
+            demo.say(f"\n(no broker: set TOOLCAT_KAFKA_BOOTSTRAP or run '{again}' to also stream the "
                      "catalogs through Kafka and compare fingerprints)")
     finally:
         if broker:
