@@ -2,10 +2,12 @@
 (a subject's changelog from Kafka)."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
 
+from domain.subjects import parse_subject
 from infra import kafka_clients
 from infra.cli.output import Reply, notices, plain, print_text, progress_printer
 from infra.cli.registry import Commands
@@ -28,9 +30,13 @@ def register(commands: Commands) -> None:
     p = commands.add("relay", cmd_relay, "publish stored events to Kafka toolcat.events", "pipeline")
     p.add_argument("--follow", action="store_true", help="keep relaying new events until stopped")
     p.add_argument("--from-position", type=int, metavar="N", help="relay again from position N")
-    p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka", "pipeline")
-    p.add_argument("subject", metavar="SUBJECT")
+    p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka, as they happen",
+                     "pipeline")
+    p.add_argument("subject", metavar="SUBJECT", help="unit:NAME or agent:NAME")
     p.add_argument("--timeout", type=float, help="stop after this many seconds without messages")
+    p.add_argument("--from-position", type=int, default=0, metavar="N",
+                   help="report only changes after position N (the last position a previous run printed): "
+                        "a restart resumes instead of replaying from the start")
     commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
 
 
@@ -97,17 +103,32 @@ def cmd_relay(ctx: Context) -> Reply:
                             f"relay position {position}"])
 
 
+def watched_subject(ctx: Context) -> str:
+    """The subject to watch, refused when malformed (usage) or, where this home holds the event store,
+    unknown to it (unknown_subject). The store is asked, not the read model, which a running projector may
+    hold locked; a downstream service without a store reads the topic alone and cannot tell."""
+    kind, name = parse_subject(ctx.args.subject)
+    if ctx.settings.event_store_url or ctx.settings.event_store_path.exists():
+        ctx.catalog.subject(ctx.args.subject)  # raises UnknownSubject
+    return f"{kind}:{name}"
+
+
 def cmd_watch(ctx: Context) -> Reply:
-    """Prints each change as it comes (people); with --json, one document of every update at the end."""
+    """Prints each change as it comes: a line per changed tool for people; with --json one JSON line per
+    change of the set ({"subject", "position", "changes"}), flushed at once, and nothing at the end."""
     from consumers.watch import watch
-    settings, stop = ctx.settings, StopFlag()
+    settings, stop, subject = ctx.settings, StopFlag(), watched_subject(ctx)
     kafka_clients.ensure_topics(settings)
     consumer = kafka_clients.consumer(settings, None)
-    seen: list[dict[str, Any]] = []
+    seen = 0
 
     def show(position: int, changes: list[dict[str, Any]]) -> None:
-        seen.append({"position": position, "changes": changes})
+        nonlocal seen
+        seen += 1
         if ctx.as_json:
+            # ensure_ascii: as print_json, hidden characters travel as escapes
+            sys.stdout.write(json.dumps({"subject": subject, "position": position, "changes": changes}) + "\n")
+            sys.stdout.flush()
             return
         for change in changes:
             mark = {"added": "+", "removed": "-", "changed": "~"}[change["change"]]
@@ -117,9 +138,10 @@ def cmd_watch(ctx: Context) -> Reply:
         sys.stdout.flush()
 
     try:
-        watch(consumer, settings.kafka_effective_topic, ctx.args.subject, show, ctx.args.timeout, stop)
+        watch(consumer, settings.kafka_effective_topic, subject, show, ctx.args.timeout, stop,
+              ctx.args.from_position)
     except KeyboardInterrupt:
         pass
     finally:
         consumer.close()
-    return Reply({"subject": ctx.args.subject, "updates": seen})
+    return Reply(None, [] if ctx.as_json else [f"watched {subject}: {seen} change(s) of its set"])
