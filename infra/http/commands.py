@@ -27,6 +27,7 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "audit replay": ("GET", "/v1/audit/replay"),
     "audit report": ("GET", "/v1/audit/report"),
     "sql": ("POST", "/v1/sql"),
+    "who-can": ("GET", "/v1/tools/{tool}/who-can"),
 }
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}

@@ -34,6 +34,8 @@ READS = {
     ("audit", "alias", RETIRED): (f"/v1/audit/aliases/{RETIRED}", {}),
     ("audit", "fingerprint", "--at", "50"): ("/v1/audit/fingerprint", {"at": 50}),
     ("audit", "verify"): ("/v1/audit/verify", {}),
+    ("who-can", "read"): ("/v1/tools/read/who-can", {}),
+    ("who-can", "tool.fs.read", "--at", "150"): ("/v1/tools/tool.fs.read/who-can", {"at": 150}),
 }
 
 
