@@ -9,9 +9,10 @@ from typing import Any
 from domain.errors import IntegrityFailure, UsageError
 from domain.window import REMOVAL_STEPS
 from infra.cli.hints import command
-from infra.cli.output import Reply, Table, plain, progress_printer
+from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, answer
 from infra.context import Context
+from infra.progress import reporting
 from projections import queries
 from projections.projector import Projector
 from projections.verify import UNVERIFIED, checked_head, verify
@@ -139,7 +140,10 @@ def cmd_audit_seal(ctx: Context) -> Reply:
 
 def cmd_audit_replay(ctx: Context) -> Reply:
     from projections.replay import replay
-    result = replay(ctx.catalog, ctx.read_model(), ctx.args.until, progress=progress_printer(ctx.as_json))
+    con = ctx.read_model()
+    head = ctx.args.until or ctx.catalog.recorder.max_notification_id()
+    with reporting("audit replay", ctx.as_json, lambda: head) as progress:
+        result = replay(ctx.catalog, con, ctx.args.until, progress=progress)
     verdict = "matches" if result["matches"] else "DOES NOT MATCH"
     return Reply(result, [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
                           f"{verdict} the live read model ({result['live_fingerprint']})"],

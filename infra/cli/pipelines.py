@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from domain.subjects import parse_subject
 from infra import kafka_clients
-from infra.cli.output import Reply, notices, plain, print_text, progress_printer
+from infra.cli.output import Reply, notices, plain, print_text
 from infra.cli.registry import Commands
 from infra.context import Context
+from infra.progress import reporting
 from infra.projecting import project_kafka, project_store
 from infra.relay import Relay, RelayLock, RelayState, chain_head
 from infra.signals import StopFlag
@@ -40,14 +42,29 @@ def register(commands: Commands) -> None:
     commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
 
 
+def store_head(ctx: Context) -> Callable[[], int | None]:
+    """The store's last position, asked when progress is reported (the lag of a follower)."""
+    return lambda: ctx.catalog.recorder.max_notification_id()
+
+
+def follower_progress(ctx: Context, what: str, head: Callable[[], int | None]) -> Any:
+    """Progress of a command that may follow: off a terminal, a line a minute or every 10,000 events while
+    following, every few seconds while catching up."""
+    following = bool(ctx.args.follow)
+    return reporting(what, ctx.as_json, head, every=60.0 if following else 5.0,
+                     per_events=10_000 if following else None)
+
+
 def cmd_project(ctx: Context) -> Reply:
     ctx.refuse_if_served("project with another process")
-    a, stop, progress = ctx.args, StopFlag(), progress_printer(ctx.as_json)
+    a, stop = ctx.args, StopFlag()
+    head = store_head(ctx) if a.source == "store" else (lambda: None)  # Kafka: positions only
     try:
-        if a.source == "store":
-            tracking = project_store(ctx.settings, ctx.catalog, a.follow, stop, progress)
-        else:
-            tracking = project_kafka(ctx.settings, a.follow, a.idle_seconds, stop, progress)
+        with follower_progress(ctx, f"project from the {a.source}", head) as progress:
+            if a.source == "store":
+                tracking = project_store(ctx.settings, ctx.catalog, a.follow, stop, progress)
+            else:
+                tracking = project_kafka(ctx.settings, a.follow, a.idle_seconds, stop, progress)
     except KeyboardInterrupt:
         tracking = Projector(open_read_model(ctx.settings)).tracking()
     document = {"position": tracking.position, "events": tracking.events, "source": a.source}
@@ -64,7 +81,8 @@ def cmd_rebuild(ctx: Context) -> Reply:
     con = open_read_model(ctx.settings, fresh)
     try:
         head = ctx.catalog.recorder.max_notification_id() or 0
-        tracking = catch_up(ctx.catalog, Projector(con), progress=progress_printer(ctx.as_json, head))
+        with reporting("rebuild", ctx.as_json, lambda: head) as progress:
+            tracking = catch_up(ctx.catalog, Projector(con), progress=progress)
     finally:
         con.close()
     # A stale write-ahead log of the old file must not be replayed onto the new one.
@@ -88,15 +106,16 @@ def cmd_relay(ctx: Context) -> Reply:
             kafka_clients.ensure_topics(settings)
             return kafka_clients.producer(settings)
 
-        relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
-                      page_size=settings.relay_page_size, notify=notices(ctx.as_json))
-        try:
-            published = relay.run(ctx.args.follow, settings.kafka_retry_seconds, settings.follow_poll_seconds,
-                                  should_stop=stop)
-        except KeyboardInterrupt:
-            published = 0
-        finally:
-            relay.close()
+        with follower_progress(ctx, f"relay to {settings.kafka_events_topic}", store_head(ctx)) as progress:
+            relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
+                          page_size=settings.relay_page_size, notify=notices(ctx.as_json), progress=progress)
+            try:
+                published = relay.run(ctx.args.follow, settings.kafka_retry_seconds,
+                                      settings.follow_poll_seconds, should_stop=stop)
+            except KeyboardInterrupt:
+                published = 0
+            finally:
+                relay.close()
     position, _ = state.load()
     document = {"position": position, "published": published, "topic": settings.kafka_events_topic}
     return Reply(document, [f"relayed {published} events to {settings.kafka_events_topic}; "
