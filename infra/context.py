@@ -17,6 +17,7 @@ from domain.catalog import Catalog
 from domain.errors import Conflict, UsageError
 from infra.freshness import Freshness, existing_read_model, fresh_read_model
 from infra.progress import reporting
+from infra.replica import refuse_writes_to_replica
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.queries import events_of_key
@@ -68,6 +69,8 @@ class Context:
 
     @property
     def catalog(self) -> Catalog:
+        if getattr(self.args, "kind", None) == "write":
+            refuse_writes_to_replica(self.settings)
         if self.backend is not None:
             return self.backend.catalog
         if self._catalog is None:

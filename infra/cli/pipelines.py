@@ -14,6 +14,7 @@ from infra.cli.output import Reply, notices, plain, print_text
 from infra.cli.registry import Commands
 from infra.context import Context
 from infra.progress import reporting
+from infra.replica import mark_replica
 from infra.projecting import project_kafka, project_store
 from infra.relay import Relay, RelayLock, RelayState, chain_head
 from infra.signals import StopFlag
@@ -59,6 +60,8 @@ def cmd_project(ctx: Context) -> Reply:
     ctx.refuse_if_served("project with another process")
     a, stop = ctx.args, StopFlag()
     head = store_head(ctx) if a.source == "store" else (lambda: None)  # Kafka: positions only
+    if a.source == "kafka":
+        mark_replica(ctx.settings)
     try:
         with follower_progress(ctx, f"project from the {a.source}", head) as progress:
             if a.source == "store":

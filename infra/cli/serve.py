@@ -4,6 +4,7 @@ from __future__ import annotations
 from infra.cli.output import Reply, notices
 from infra.cli.registry import Commands
 from infra.context import Context
+from infra.replica import mark_replica
 
 
 def register(commands: Commands) -> None:
@@ -23,6 +24,8 @@ def register(commands: Commands) -> None:
 def cmd_serve(ctx: Context) -> Reply:
     from infra.http.server import serve
     a = ctx.args
+    if a.source == "kafka":
+        mark_replica(ctx.settings)
     document = serve(ctx.settings, a.host, a.port, a.source, notices(ctx.as_json))
     return Reply(document, [f"stopped serving {document['url']} at position {document['position']}"])
 
