@@ -24,17 +24,18 @@ from infra.wiring import open_catalog
 from projections.fingerprint import fingerprint
 from projections.projector import read_tracking
 from projections.rows import scalar
-from tests.support import (PROJECT_ROOT, SCRIPT, error_of, ok, run_in_process, run_toolcat, toolcat_env,
+from tests.support import (PROJECT_ROOT, error_of, ok, run_example, run_in_process, run_toolcat, toolcat_env,
                            toolcat_environ, toolcat_in_process)
 
-QUESTIONS = "### Five questions over history"
+QUESTIONS = "### Questions over history"
 
 
 @pytest.fixture(scope="module")
 def story(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home holding the example story, projected; the tests only read it."""
     home = tmp_path_factory.mktemp("export") / "home"
-    run_in_process(home, [*SCRIPT, ["project"]])
+    run_example(home)
+    run_in_process(home, [["project"]])
     return home
 
 
@@ -90,7 +91,7 @@ def test_schema_sql_and_the_files_answer_the_readme_questions_as_the_read_model_
         story: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection) -> None:
     target = tmp_path / "out"
     document = ok(export(story, target))
-    assert len(readme_questions()) == 5
+    assert len(readme_questions()) == 6
 
     # the way of any DuckDB: schema.sql, then each table from its file
     with closing(duckdb.connect()) as fresh:
