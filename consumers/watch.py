@@ -23,8 +23,11 @@ def diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict
 
 
 def watch(consumer: Consumer, topic: str, subject: str, on_change: Callable[[int, list[dict[str, Any]]], None],
-          idle_timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False) -> None:
-    """Follow the compacted topic from its start; report every change of `subject`'s set."""
+          idle_timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False,
+          from_position: int = 0) -> None:
+    """Follow the compacted topic from its start; report every change of `subject`'s set at a position
+    after `from_position`. Earlier versions still set the baseline the first reported change is a diff
+    from: each message is a whole set, so a restart resumes where it stopped without replaying."""
     consumer.assign(topic, consumer.partitions(topic) or [0], {})
     current: list[dict[str, Any]] = []
     last_seen = time.monotonic()
@@ -39,6 +42,6 @@ def watch(consumer: Consumer, topic: str, subject: str, on_change: Callable[[int
                 continue
             document = json.loads(message.value)
             changes = diff(current, document["tools"])
-            if changes:
+            if changes and document["position"] > from_position:
                 on_change(document["position"], changes)
             current = document["tools"]

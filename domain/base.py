@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from contextvars import ContextVar
+from datetime import datetime
 from typing import Any
 
 from eventsourcing.domain import Aggregate
@@ -50,12 +53,23 @@ class Meta(BaseModel):
         return {"actor": self.actor, "reason": self.reason, "idempotency_key": self.idempotency_key}
 
 
+# When an event is recorded: the wall clock, unless the code writing an example history supplies its own
+# (`toolcat demo` spaces the bundled examples over months, so that questions by date mean something). Only
+# in-process callers can set it; no command or setting does.
+RECORDING_CLOCK: ContextVar[Callable[[], datetime] | None] = ContextVar("recording_clock", default=None)
+
+
 class CatalogEvent(Aggregate.Event):
     """Base of every stored event: the metadata every change records."""
 
     actor: str
     reason: str | None
     idempotency_key: str | None
+
+    @staticmethod
+    def create_timestamp() -> datetime:
+        clock = RECORDING_CLOCK.get()
+        return clock() if clock is not None else Aggregate.Event.create_timestamp()
 
 
 def record(aggregate: Aggregate, event_class: type[CatalogEvent], meta: Meta, **fields: Any) -> None:

@@ -16,6 +16,8 @@ from domain.base import Meta
 from domain.catalog import Catalog
 from domain.errors import Conflict, UsageError
 from infra.freshness import Freshness, existing_read_model, fresh_read_model
+from infra.progress import reporting
+from infra.replica import refuse_writes_to_replica
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.queries import events_of_key
@@ -67,6 +69,8 @@ class Context:
 
     @property
     def catalog(self) -> Catalog:
+        if getattr(self.args, "kind", None) == "write":
+            refuse_writes_to_replica(self.settings)
         if self.backend is not None:
             return self.backend.catalog
         if self._catalog is None:
@@ -110,8 +114,12 @@ class Context:
                 self._con = self._leases.enter_context(self.backend.read_model(self.freshness()))
             else:
                 self.check_home()
-                self._con = fresh_read_model(self.settings, lambda: self.catalog, self.freshness())
+                with reporting("catching up the read model", self.as_json, self._store_head) as progress:
+                    self._con = fresh_read_model(self.settings, lambda: self.catalog, self.freshness(), progress)
         return self._con
+
+    def _store_head(self) -> int | None:
+        return self.catalog.recorder.max_notification_id()
 
     def existing_read_model(self) -> duckdb.DuckDBPyConnection | None:
         """The read model as it stands, read-only and not caught up (None: there is none yet); the caller

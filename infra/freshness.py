@@ -19,7 +19,7 @@ from domain.errors import Unavailable
 from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catchup import catch_up
-from projections.projector import Projector, read_tracking
+from projections.projector import Projector, Tracking, read_tracking
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,10 @@ class Freshness:
     timeout: float = 10.0
 
 
-def fresh_read_model(settings: Settings, catalog: Callable[[], Catalog], freshness: Freshness
-                     ) -> duckdb.DuckDBPyConnection:
-    """A connection to a read model as fresh as asked; `catalog` is called only when the store is needed."""
+def fresh_read_model(settings: Settings, catalog: Callable[[], Catalog], freshness: Freshness,
+                     progress: Callable[[Tracking], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection to a read model as fresh as asked; `catalog` is called only when the store is needed;
+    `progress` hears of each batch a catch-up applies."""
     wanted = freshness.min_position
     con = _current_read_only(settings, catalog, wanted)
     if con is not None:
@@ -40,7 +41,7 @@ def fresh_read_model(settings: Settings, catalog: Callable[[], Catalog], freshne
     con = open_read_model(settings)
     try:
         if wanted is None or read_tracking(con).position < wanted:
-            catch_up(catalog(), Projector(con))
+            catch_up(catalog(), Projector(con), progress=progress)
         if wanted is not None:
             _wait_for(con, catalog, wanted, freshness.timeout)
     except BaseException:

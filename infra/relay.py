@@ -19,6 +19,7 @@ from consumers.kafka_io import Producer
 from domain.catalog import Catalog
 from domain.errors import Conflict, Unavailable
 from infra.kafka_clients import is_broker_error
+from infra.progress import Reached
 from projections.envelope import GENESIS_HASH, Envelope, chain_all
 
 Notify = Callable[[str], None]
@@ -80,10 +81,12 @@ def chain_head(catalog: Catalog, position: int, page: int = 5000) -> tuple[int, 
 
 class Relay:
     def __init__(self, catalog: Catalog, make_producer: Callable[[], Producer], topic: str, state: RelayState,
-                 page_size: int = 2000, notify: Notify = _stderr) -> None:
+                 page_size: int = 2000, notify: Notify = _stderr,
+                 progress: Callable[[Reached], None] | None = None) -> None:
         self.catalog, self.make_producer, self.topic, self.state = catalog, make_producer, topic, state
-        self.page_size, self.notify = page_size, notify
+        self.page_size, self.notify, self.progress = page_size, notify, progress
         self._producer: Producer | None = None
+        self._published = 0  # in this run, for progress
 
     def _publish(self, envelopes: list[Envelope]) -> None:
         if self._producer is None:
@@ -101,6 +104,9 @@ class Relay:
             position, head = envelopes[-1].position, envelopes[-1].hash
             self.state.save(position, head)
             published += len(envelopes)
+            self._published += len(envelopes)
+            if self.progress:
+                self.progress(Reached(position, self._published))
         return published
 
     def run(self, follow: bool, retry_seconds: float, poll_seconds: float = 0.2,

@@ -12,13 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from infra.cli.hints import program
+
 EXPECTED = Path(__file__).parent / "e2e" / "expected"
 _HASH = re.compile(r"\b[0-9a-f]{64}\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
 
 
 def masked(text: str, *paths: Path) -> str:
-    """`text` with every hash, time and each of `paths` replaced by a placeholder."""
+    """`text` with every hash, time and each of `paths` replaced by a placeholder, and the program's name
+    in hints (`.venv/bin/toolcat` where it is not on the PATH) written as `toolcat`."""
+    text = text.replace(f"{program()} ", "toolcat ")
     for index, path in enumerate(paths):
         text = text.replace(str(path), f"<path{index}>")
     return _TIME.sub("<time>", _HASH.sub("<hash>", text))

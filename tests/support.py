@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from infra.cli import main
-from infra.dev.demo import EXAMPLES, script_lines
+from infra.dev.demo import EXAMPLES, script, script_lines
+from infra.dev.example_clock import ExampleClock
 
 TOOLCAT = str(Path(sys.executable).with_name("toolcat"))
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +104,17 @@ def toolcat_in_process(home: Path, *args: str) -> Run:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([*args, "--home", str(home)])
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def run_example(home: Path, name: str = "tyrum", actor: str = "tester") -> None:
+    """Store a bundled example story in `home` as the demo does: each command at its example clock's time
+    (its history spans months, so date questions answer as in the README)."""
+    clock = ExampleClock()
+    for moment, args in script(EXAMPLES / f"{name}.toolcat"):
+        if moment is not None:
+            clock.set(moment)
+        with clock.recording():
+            run_in_process(home, [args], actor)
 
 
 def run_in_process(home: Path, commands: Iterable[list[str]], actor: str = "tester") -> None:

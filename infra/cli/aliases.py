@@ -19,8 +19,9 @@ def register(commands: Commands) -> None:
     p = commands.add("alias milestone", cmd_alias_milestone, "record a deprecation-window milestone", "write")
     p.add_argument("alias", metavar="ALIAS")
     p.add_argument("milestone", choices=MILESTONES)
-    p.add_argument("--release", required=True, metavar="VERSION")
-    p.add_argument("--evidence")
+    p.add_argument("--release", required=True, metavar="VERSION",
+                   help="the release the milestone shipped in (published with 'release publish')")
+    p.add_argument("--evidence", help="what shows the milestone was met (a link, a commit, a ticket)")
     p = commands.add("alias step", cmd_alias_step, "record removal step 1 or 2 (confirmations, before "
                      "retirement) or 5 (cleanup, after it); 'alias retire' performs steps 3 and 4", "write")
     p.add_argument("alias", metavar="ALIAS")
@@ -32,7 +33,8 @@ def register(commands: Commands) -> None:
                      f"3 ({REMOVAL_STEPS[3]}) and 4 ({REMOVAL_STEPS[4]}); needs the window closed and steps "
                      f"{' and '.join(map(str, CONFIRMATION_STEPS))} confirmed", "write")
     p.add_argument("alias", metavar="ALIAS")
-    p.add_argument("--release", required=True, metavar="VERSION")
+    p.add_argument("--release", required=True, metavar="VERSION",
+                   help="the release that retires the alias (removal steps 3 and 4)")
 
 
 def cmd_alias_add(ctx: Context) -> Reply:

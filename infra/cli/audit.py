@@ -8,9 +8,11 @@ from typing import Any
 
 from domain.errors import IntegrityFailure, UsageError
 from domain.window import REMOVAL_STEPS
-from infra.cli.output import Reply, Table, plain, progress_printer
+from infra.cli.hints import command
+from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, answer
 from infra.context import Context
+from infra.progress import reporting
 from projections import queries
 from projections.projector import Projector
 from projections.verify import UNVERIFIED, checked_head, verify
@@ -33,9 +35,11 @@ def register(commands: Commands) -> None:
     commands.add("audit seal", cmd_audit_seal, "verify the chain, record its head in the store, and print the "
                  "head and position to keep outside the store", "write")
     commands.add("audit replay", cmd_audit_replay, "replay the store into a scratch read model and compare",
-                 "read").add_argument("--until", type=int, metavar="POSITION")
+                 "read").add_argument("--until", type=int, metavar="POSITION",
+                                      help="replay only up to this event position")
     commands.add("audit fingerprint", cmd_audit_fingerprint, "the read model's fingerprint (to compare copies)",
-                 "read").add_argument("--at", type=int, metavar="POSITION")
+                 "read").add_argument("--at", type=int, metavar="POSITION",
+                                      help="the fingerprint as of this event position (default: the read model's)")
     p = commands.add("audit report", cmd_audit_report, "the deprecation audit report: every rule checked per "
                      "alias with its evidence, configuration still naming old IDs, and the integrity of the "
                      "history", "read")
@@ -63,13 +67,18 @@ def verified(ctx: Context) -> dict[str, Any]:
             con.close()
 
 
-def describe_verification(report: dict[str, Any]) -> list[str]:
+def _home(ctx: Context) -> str | None:
+    """The --home the command was given, for the hints it prints."""
+    return getattr(ctx.args, "home", None)
+
+
+def describe_verification(report: dict[str, Any], home: str | None = None) -> list[str]:
     """The verdict, then one line per thing the chain was compared with."""
     chain = f"{report['events']} events up to position {report['position']}, head {report['head']}"
     if report["verdict"] == UNVERIFIED:
         lines = [f"unverified: nothing to compare against. The chain ({chain}) agrees with itself, but no read "
-                 "model recorded its hashes and no seal or kept head vouches for it: run 'toolcat audit seal' "
-                 "and keep the head it prints outside the store."]
+                 f"model recorded its hashes and no seal or kept head vouches for it: run "
+                 f"'{command('audit', 'seal', home=home)}' and keep the head it prints outside the store."]
     else:
         lines = [f"ok: the chain holds ({chain})"]
     model = report["compared"]["read_model"]
@@ -89,7 +98,7 @@ def describe_verification(report: dict[str, Any]) -> list[str]:
 
 def cmd_audit_verify(ctx: Context) -> Reply:
     report = verified(ctx)
-    return Reply(report, ["\n".join(describe_verification(report))],
+    return Reply(report, ["\n".join(describe_verification(report, _home(ctx)))],
                  exit_code=UNVERIFIED_EXIT if report["verdict"] == UNVERIFIED else 0)
 
 
@@ -124,13 +133,17 @@ def cmd_audit_seal(ctx: Context) -> Reply:
     reply.human = [f"Sealed position {report['position']}: head {report['head']} ({report['events']} events).\n"
                    "Keep this position and head outside the store (a ticket, a signed log, another machine): "
                    "whoever can rewrite the store can rewrite a seal in it too. Check the history against your "
-                   f"copy with: toolcat audit verify --expect-head {report['head']}{before}", *reply.human]
+                   f"copy with: {command('audit', 'verify', '--expect-head', report['head'], home=_home(ctx))}"
+                   f"{before}", *reply.human]
     return reply
 
 
 def cmd_audit_replay(ctx: Context) -> Reply:
     from projections.replay import replay
-    result = replay(ctx.catalog, ctx.read_model(), ctx.args.until, progress=progress_printer(ctx.as_json))
+    con = ctx.read_model()
+    head = ctx.args.until or ctx.catalog.recorder.max_notification_id()
+    with reporting("audit replay", ctx.as_json, lambda: head) as progress:
+        result = replay(ctx.catalog, con, ctx.args.until, progress=progress)
     verdict = "matches" if result["matches"] else "DOES NOT MATCH"
     return Reply(result, [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
                           f"{verdict} the live read model ({result['live_fingerprint']})"],

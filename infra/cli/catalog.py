@@ -16,7 +16,8 @@ def register(commands: Commands) -> None:
     p = commands.add("release plan", cmd_release_plan, "record a future release's planned date (feeds Sunset)",
                      "write")
     p.add_argument("version", metavar="VERSION")
-    p.add_argument("--date", required=True, metavar="YYYY-MM-DD")
+    p.add_argument("--date", required=True, metavar="YYYY-MM-DD",
+                   help="the release's planned date (feeds the Sunset header of its deprecations)")
 
 
 def load_policy(name: str) -> NamingPolicy:

@@ -6,7 +6,8 @@ import sys
 import time
 
 from domain.errors import UsageError
-from infra.cli.output import AS_JSON, Reply, notices, print_text
+from infra.cli.hints import command
+from infra.cli.output import Reply, notices, print_text
 from infra.cli.registry import Commands
 from infra.context import Context
 from infra.signals import StopFlag
@@ -14,10 +15,14 @@ from infra.signals import StopFlag
 
 def register(commands: Commands) -> None:
     commands.add("dev-broker", cmd_dev_broker, "run a local Kafka-compatible broker", "pipeline") \
-        .add_argument("--port", type=int, default=9092)
-    p = commands.add("bench", cmd_bench, "measure the performance budget (JSON figures)", "pipeline")
-    p.add_argument("--events", type=int, default=20000)
+        .add_argument("--port", type=int, default=9092, help="the port to listen on (default 9092)")
+    p = commands.add("bench", cmd_bench, "measure the performance budget: a table of each figure against its "
+                     "target (--json: every figure in full)", "pipeline")
+    p.add_argument("--events", type=int, default=20000,
+                   help="how many events to generate for the figures (default 20000)")
     p.add_argument("--only", metavar="NAME[,NAME…]", help="only these figures")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 8 when a measured figure misses its budget target (for CI)")
     p.add_argument("--kafka-client", choices=("kafka-python", "confluent"),
                    help="the Kafka client library of the Kafka figures (default: TOOLCAT_KAFKA_CLIENT)")
     commands.add("demo", cmd_demo, "build the example catalogs and walk through them", "pipeline") \
@@ -44,15 +49,19 @@ def cmd_dev_broker(ctx: Context) -> Reply:
 
 def cmd_bench(ctx: Context) -> Reply:
     from infra.dev.bench import FIGURES, run_bench
+    from infra.dev.bench_report import bench_summary
     if ctx.args.only and not set(ctx.args.only.split(",")) <= set(FIGURES):
         raise UsageError(f"--only takes some of {', '.join(FIGURES)}, separated by commas")
     settings = ctx.settings
     if ctx.args.kafka_client:
         settings = settings.model_copy(update={"kafka_client": ctx.args.kafka_client})
-    return Reply(run_bench(ctx.args.events, ctx.args.only, settings, notices(ctx.as_json)), AS_JSON)
+    document = run_bench(ctx.args.events, ctx.args.only, settings, notices(ctx.as_json))
+    human, exit_code = bench_summary(document, ctx.args.strict)
+    return Reply(document, human, exit_code)
 
 
 def cmd_demo(ctx: Context) -> Reply:
     from infra.dev.demo import run_demo
     document = run_demo(ctx.settings, ctx.args.kafka, quiet=ctx.as_json)
-    return Reply(document, [f"\nDone. Explore: toolcat --home {ctx.settings.home / 'tyrum'} tool list"])
+    explore = command("tool", "list", home=str(ctx.settings.home / "tyrum"))
+    return Reply(document, [f"\nDone. Explore: {explore}"])

@@ -3,6 +3,7 @@ and why the subject sees (or not) one tool."""
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from domain.errors import UnknownSubject, UsageError
@@ -16,27 +17,32 @@ from projections.projector import read_tracking
 from projections.routing import with_classes
 from projections.schema import EFFECTIVE_FIELDS
 
+DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
 
 def register(commands: Commands) -> None:
     p = commands.add("effective", cmd_effective, "a subject's effective tool set", "read")
     p.add_argument("subject", metavar="SUBJECT")
-    _moment_options(p)
+    moment_options(p)
     p.add_argument("--with-classes", action="store_true",
                    help="add each tool's class labels (ADR-027) to its row, as they stood at the same position")
     p = commands.add("explain", cmd_explain, "why a subject sees (or not) a tool", "read")
     p.add_argument("subject", metavar="SUBJECT")
     p.add_argument("tool", metavar="TOOL")
-    _moment_options(p)
+    moment_options(p)
 
 
-def _moment_options(parser: argparse.ArgumentParser) -> None:
+def moment_options(parser: argparse.ArgumentParser, effective_at: bool = True) -> None:
     parser.add_argument("--at", type=int, metavar="POSITION", help="as known at this event position")
-    parser.add_argument("--as-of", metavar="ISO8601", help="as known at this time")
-    parser.add_argument("--effective-at", metavar="ISO8601",
-                        help="the grants and bindings in effect at this time (with --at/--as-of: as known then)")
+    parser.add_argument("--as-of", metavar="ISO8601", help="as known at this time (a date alone: the end of "
+                        "that day, UTC)")
+    if effective_at:
+        parser.add_argument("--effective-at", metavar="ISO8601",
+                            help="the grants and bindings in effect at this time (with --at/--as-of: as known "
+                                 "then)")
 
 
-def _moment(ctx: Context) -> int | None:
+def moment(ctx: Context) -> int | None:
     """The position asked for by --at or --as-of, or None for now."""
     a = ctx.args
     if a.at is not None and a.as_of is not None:
@@ -47,7 +53,24 @@ def _moment(ctx: Context) -> int | None:
         if a.at < 0 or a.at > head:
             raise UsageError(f"--at {a.at} is outside the history (0 to {head})", head=head)
         return a.at
-    return None if a.as_of is None else queries.position_at_time(con, a.as_of)
+    return None if a.as_of is None else queries.position_at_time(con, as_of_instant(a.as_of))
+
+
+def as_of_instant(text: str) -> str:
+    """The instant an --as-of names: a date alone means the end of that day in UTC (everything recorded on
+    it counts), never its first microsecond."""
+    if DATE_ONLY.fullmatch(text):
+        return f"{text}T23:59:59.999999+00:00"
+    return text
+
+
+def stamped(ctx: Context, document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with the instant a date-only --as-of was taken as (`as_of`); a full time is answered as
+    given."""
+    given = getattr(ctx.args, "as_of", None)
+    if given is not None and given != as_of_instant(given):
+        document["as_of"] = as_of_instant(given)
+    return document
 
 
 def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
@@ -59,7 +82,7 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
 
 
 def cmd_effective(ctx: Context) -> Reply:
-    at = _moment(ctx)
+    at = moment(ctx)
     effective_at = parse_effective_at(ctx.args.effective_at)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
@@ -74,6 +97,7 @@ def cmd_effective(ctx: Context) -> Reply:
     document = {"subject": ctx.args.subject, "position": position, "tools": tools}
     if effective_at is not None:
         document["effective_at"] = effective_at
+    stamped(ctx, document)
     table = Table(f"{ctx.args.subject} at position {document['position']}",
                   ["tool_id", "provenance", "inherited_from", "exposure", "description"],
                   [[t["tool_id"], t["provenance"], t["inherited_from"], t["exposure"], t["description"]]
@@ -82,7 +106,7 @@ def cmd_effective(ctx: Context) -> Reply:
 
 
 def cmd_explain(ctx: Context) -> Reply:
-    at = _moment(ctx)
+    at = moment(ctx)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
     document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool),

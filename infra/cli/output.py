@@ -1,5 +1,5 @@
 """What the command line shows: a command's `Reply` (one JSON document for machines, a readable sentence
-or table for people), write answers, errors with their CLI hints, and progress on a terminal.
+or table for people), write answers, errors with their CLI hints, and notices (progress is infra/progress.py).
 
 Handlers compute a `Reply` and print nothing (long-running commands excepted, which report as they go);
 `show` prints it. So `infra.cli.run` answers any command with its document without touching stdout.
@@ -24,7 +24,6 @@ from domain.errors import ToolcatError
 from domain.grammar import visible
 from infra.cli.tables import Table, cell_text, fitted_table
 from infra.settings import scrub
-from projections.projector import Tracking
 
 
 Block = str | Table
@@ -168,26 +167,7 @@ def print_error(error: ToolcatError, as_json: bool, kind: str | None = None, sec
     sys.stderr.write(scrub(text, secrets) + "\n")
 
 
-# -- progress -------------------------------------------------------------------------------------------
-def progress_printer(as_json: bool, head: int | None = None) -> Callable[[Tracking], None] | None:
-    """A progress bar on a terminal's stderr (towards the store's head when known); nothing for machines
-    and pipes."""
-    if as_json or not sys.stderr.isatty():
-        return None
-
-    def show_progress(tracking: Tracking) -> None:
-        if head:
-            done = min(1.0, tracking.position / head)
-            bar = "#" * int(done * 30)
-            sys.stderr.write(f"\r[{bar:<30}] {done:4.0%}  position {tracking.position} of {head}")
-        else:
-            sys.stderr.write(f"\rprojected {tracking.events} events, position {tracking.position}")
-        if head and tracking.position >= head:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-    return show_progress
-
-
+# -- notices --------------------------------------------------------------------------------------------
 def notices(as_json: bool) -> Callable[[str], None]:
     """Where a long-running command's notices go: stderr for people, nowhere with --json."""
     if as_json:

@@ -2,14 +2,19 @@
 (a subject's changelog from Kafka)."""
 from __future__ import annotations
 
+import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from domain.subjects import parse_subject
 from infra import kafka_clients
-from infra.cli.output import Reply, notices, plain, print_text, progress_printer
+from infra.cli.output import Reply, notices, plain, print_text
 from infra.cli.registry import Commands
 from infra.context import Context
+from infra.progress import reporting
+from infra.replica import mark_replica
 from infra.projecting import project_kafka, project_store
 from infra.relay import Relay, RelayLock, RelayState, chain_head
 from infra.signals import StopFlag
@@ -21,26 +26,48 @@ from projections.projector import Projector
 def register(commands: Commands) -> None:
     p = commands.add("project", cmd_project, "bring the DuckDB read model up to date", "pipeline")
     p.add_argument("--follow", action="store_true", help="keep projecting new events until stopped")
-    p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store")
+    p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store",
+                   help="where the events come from: the event store (default) or Kafka toolcat.events")
     p.add_argument("--idle-seconds", type=float, default=3.0,
                    help="with --from kafka and no --follow: stop after this long without messages")
     p = commands.add("relay", cmd_relay, "publish stored events to Kafka toolcat.events", "pipeline")
     p.add_argument("--follow", action="store_true", help="keep relaying new events until stopped")
     p.add_argument("--from-position", type=int, metavar="N", help="relay again from position N")
-    p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka", "pipeline")
-    p.add_argument("subject", metavar="SUBJECT")
+    p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka, as they happen",
+                     "pipeline")
+    p.add_argument("subject", metavar="SUBJECT", help="unit:NAME or agent:NAME")
     p.add_argument("--timeout", type=float, help="stop after this many seconds without messages")
+    p.add_argument("--from-position", type=int, default=0, metavar="N",
+                   help="report only changes after position N (the last position a previous run printed): "
+                        "a restart resumes instead of replaying from the start")
     commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
+
+
+def store_head(ctx: Context) -> Callable[[], int | None]:
+    """The store's last position, asked when progress is reported (the lag of a follower)."""
+    return lambda: ctx.catalog.recorder.max_notification_id()
+
+
+def follower_progress(ctx: Context, what: str, head: Callable[[], int | None]) -> Any:
+    """Progress of a command that may follow: off a terminal, a line a minute or every 10,000 events while
+    following, every few seconds while catching up."""
+    following = bool(ctx.args.follow)
+    return reporting(what, ctx.as_json, head, every=60.0 if following else 5.0,
+                     per_events=10_000 if following else None)
 
 
 def cmd_project(ctx: Context) -> Reply:
     ctx.refuse_if_served("project with another process")
-    a, stop, progress = ctx.args, StopFlag(), progress_printer(ctx.as_json)
+    a, stop = ctx.args, StopFlag()
+    head = store_head(ctx) if a.source == "store" else (lambda: None)  # Kafka: positions only
+    if a.source == "kafka":
+        mark_replica(ctx.settings)
     try:
-        if a.source == "store":
-            tracking = project_store(ctx.settings, ctx.catalog, a.follow, stop, progress)
-        else:
-            tracking = project_kafka(ctx.settings, a.follow, a.idle_seconds, stop, progress)
+        with follower_progress(ctx, f"project from the {a.source}", head) as progress:
+            if a.source == "store":
+                tracking = project_store(ctx.settings, ctx.catalog, a.follow, stop, progress)
+            else:
+                tracking = project_kafka(ctx.settings, a.follow, a.idle_seconds, stop, progress)
     except KeyboardInterrupt:
         tracking = Projector(open_read_model(ctx.settings)).tracking()
     document = {"position": tracking.position, "events": tracking.events, "source": a.source}
@@ -57,7 +84,8 @@ def cmd_rebuild(ctx: Context) -> Reply:
     con = open_read_model(ctx.settings, fresh)
     try:
         head = ctx.catalog.recorder.max_notification_id() or 0
-        tracking = catch_up(ctx.catalog, Projector(con), progress=progress_printer(ctx.as_json, head))
+        with reporting("rebuild", ctx.as_json, lambda: head) as progress:
+            tracking = catch_up(ctx.catalog, Projector(con), progress=progress)
     finally:
         con.close()
     # A stale write-ahead log of the old file must not be replayed onto the new one.
@@ -81,32 +109,48 @@ def cmd_relay(ctx: Context) -> Reply:
             kafka_clients.ensure_topics(settings)
             return kafka_clients.producer(settings)
 
-        relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
-                      page_size=settings.relay_page_size, notify=notices(ctx.as_json))
-        try:
-            published = relay.run(ctx.args.follow, settings.kafka_retry_seconds, settings.follow_poll_seconds,
-                                  should_stop=stop)
-        except KeyboardInterrupt:
-            published = 0
-        finally:
-            relay.close()
+        with follower_progress(ctx, f"relay to {settings.kafka_events_topic}", store_head(ctx)) as progress:
+            relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
+                          page_size=settings.relay_page_size, notify=notices(ctx.as_json), progress=progress)
+            try:
+                published = relay.run(ctx.args.follow, settings.kafka_retry_seconds,
+                                      settings.follow_poll_seconds, should_stop=stop)
+            except KeyboardInterrupt:
+                published = 0
+            finally:
+                relay.close()
     position, _ = state.load()
     document = {"position": position, "published": published, "topic": settings.kafka_events_topic}
     return Reply(document, [f"relayed {published} events to {settings.kafka_events_topic}; "
                             f"relay position {position}"])
 
 
+def watched_subject(ctx: Context) -> str:
+    """The subject to watch, refused when malformed (usage) or, where this home holds the event store,
+    unknown to it (unknown_subject). The store is asked, not the read model, which a running projector may
+    hold locked; a downstream service without a store reads the topic alone and cannot tell."""
+    kind, name = parse_subject(ctx.args.subject)
+    if ctx.settings.event_store_url or ctx.settings.event_store_path.exists():
+        ctx.catalog.subject(ctx.args.subject)  # raises UnknownSubject
+    return f"{kind}:{name}"
+
+
 def cmd_watch(ctx: Context) -> Reply:
-    """Prints each change as it comes (people); with --json, one document of every update at the end."""
+    """Prints each change as it comes: a line per changed tool for people; with --json one JSON line per
+    change of the set ({"subject", "position", "changes"}), flushed at once, and nothing at the end."""
     from consumers.watch import watch
-    settings, stop = ctx.settings, StopFlag()
+    settings, stop, subject = ctx.settings, StopFlag(), watched_subject(ctx)
     kafka_clients.ensure_topics(settings)
     consumer = kafka_clients.consumer(settings, None)
-    seen: list[dict[str, Any]] = []
+    seen = 0
 
     def show(position: int, changes: list[dict[str, Any]]) -> None:
-        seen.append({"position": position, "changes": changes})
+        nonlocal seen
+        seen += 1
         if ctx.as_json:
+            # ensure_ascii: as print_json, hidden characters travel as escapes
+            sys.stdout.write(json.dumps({"subject": subject, "position": position, "changes": changes}) + "\n")
+            sys.stdout.flush()
             return
         for change in changes:
             mark = {"added": "+", "removed": "-", "changed": "~"}[change["change"]]
@@ -116,9 +160,10 @@ def cmd_watch(ctx: Context) -> Reply:
         sys.stdout.flush()
 
     try:
-        watch(consumer, settings.kafka_effective_topic, ctx.args.subject, show, ctx.args.timeout, stop)
+        watch(consumer, settings.kafka_effective_topic, subject, show, ctx.args.timeout, stop,
+              ctx.args.from_position)
     except KeyboardInterrupt:
         pass
     finally:
         consumer.close()
-    return Reply({"subject": ctx.args.subject, "updates": seen})
+    return Reply(None, [] if ctx.as_json else [f"watched {subject}: {seen} change(s) of its set"])

@@ -3,6 +3,7 @@ and the errors of the command line itself (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -24,7 +25,18 @@ class ArgumentsError(UsageError):
 
 
 class Parser(argparse.ArgumentParser):
-    """Usage errors are raised, not printed: `main` prints them (exit 2), `run` lets them through."""
+    """Usage errors are raised, not printed: `main` prints them (exit 2), `run` lets them through. A value
+    outside an option's (or the command's) choices is answered with the nearest choices."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is None or value in choices or not isinstance(value, str):
+            return super()._check_value(action, value)
+        names = [str(choice) for choice in choices]
+        near = difflib.get_close_matches(value, names, n=3, cutoff=0.6)
+        suggestion = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{suggestion} "
+                                             f"(choose from {', '.join(names)})")
 
     def error(self, message: str) -> NoReturn:
         raise ArgumentsError(message, self.format_usage())

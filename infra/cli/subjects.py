@@ -12,22 +12,25 @@ def register(commands: Commands) -> None:
     commands.group("unit", "units (nested groups of agents)")
     p = commands.add("unit create", cmd_unit_create, "create a unit", "write")
     p.add_argument("unit", metavar="UNIT")
-    p.add_argument("--parent", metavar="UNIT")
+    p.add_argument("--parent", metavar="UNIT", help="the unit this one nests in (it inherits the parent's grants)")
     commands.group("agent", "agents, their state mode and allowlist")
     p = commands.add("agent create", cmd_agent_create, "create an agent in a unit", "write")
     p.add_argument("agent", metavar="AGENT")
-    p.add_argument("--unit", required=True)
-    p.add_argument("--state-mode", choices=("stateful", "stateless"), default="stateful")
+    p.add_argument("--unit", required=True, help="the unit the agent belongs to (it inherits the unit's grants)")
+    p.add_argument("--state-mode", choices=("stateful", "stateless"), default="stateful",
+                   help="stateless agents see tools that require state as disabled (default stateful)")
     p = commands.add("agent allowlist", cmd_agent_allowlist, "set (or --clear) an agent's allowlist", "write")
     p.add_argument("agent", metavar="AGENT")
     p.add_argument("patterns", metavar="PATTERN", nargs="*")
-    p.add_argument("--clear", action="store_true")
+    p.add_argument("--clear", action="store_true",
+                   help="remove the allowlist: the agent may call every tool of its set")
     _connector_commands(commands)
     commands.group("image", "tools an agent's image declares")
     p = commands.add("image declare", cmd_image_declare, "declare (or rotate) an agent's image tools", "write")
     p.add_argument("agent", metavar="AGENT")
-    p.add_argument("--image", required=True, metavar="REF")
-    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID")
+    p.add_argument("--image", required=True, metavar="REF", help="the agent's image reference")
+    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID",
+                   help="a tool the image declares (repeat for several)")
 
 
 def _connector_commands(commands: Commands) -> None:
@@ -35,11 +38,12 @@ def _connector_commands(commands: Commands) -> None:
     p = commands.add("connector register", cmd_connector_register, "register a connector and its tools", "write")
     p.add_argument("slug", metavar="SLUG")
     p.add_argument("--namespace", metavar="NS", help="tool namespace (default: the slug)")
-    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID")
+    p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID",
+                   help="a tool the connector offers, in its namespace (repeat for several)")
     for verb, handler in (("bind", cmd_connector_bind), ("unbind", cmd_connector_unbind)):
         p = commands.add(f"connector {verb}", handler, f"{verb} a connector to a unit", "write")
         p.add_argument("slug", metavar="SLUG")
-        p.add_argument("--unit", required=True)
+        p.add_argument("--unit", required=True, help="the unit to bind the connector to or unbind it from")
         effective_at_option(p)
 
 

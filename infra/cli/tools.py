@@ -27,10 +27,10 @@ def register(commands: Commands) -> None:
                    help="move the tool to another provenance (e.g. mcp -> builtin_mcp into the memory family)")
     commands.add("tool show", cmd_tool_show, "show a tool's descriptor", "read").add_argument("id", metavar="ID")
     p = commands.add("tool list", cmd_tool_list, "list tools, a page at a time", "read")
-    p.add_argument("--group", choices=GROUPS)
-    p.add_argument("--family")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--cursor")
+    p.add_argument("--group", choices=GROUPS, help="only tools of this group")
+    p.add_argument("--family", help="only tools of this family")
+    p.add_argument("--limit", type=int, default=100, help="at most this many tools per page (default 100)")
+    p.add_argument("--cursor", help="continue from the next_cursor a previous page answered")
     p.add_argument("--visibility", choices=(*VISIBILITIES, "all"), default="public",
                    help="which inventory: public (default), internal, runtime_only or all")
     commands.add("resolve", cmd_resolve, "resolve an ID or alias to its canonical ID", "read") \
@@ -39,18 +39,21 @@ def register(commands: Commands) -> None:
 
 def _tool_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ID")
-    p.add_argument("--source", required=True, choices=SOURCES)
-    p.add_argument("--group", required=True, choices=GROUPS)
-    p.add_argument("--tier", required=True, choices=TIERS)
-    p.add_argument("--visibility", required=True, choices=VISIBILITIES)
-    p.add_argument("--family")
-    p.add_argument("--plugin")
-    p.add_argument("--backing-server")
-    p.add_argument("--description")
-    p.add_argument("--class", dest="classes", action="append", metavar="LABEL")
-    p.add_argument("--risk", choices=RISKS)
-    p.add_argument("--schema", metavar="FILE.json")
-    p.add_argument("--requires-state", action="store_true")
+    p.add_argument("--source", required=True, choices=SOURCES, help="where the tool comes from")
+    p.add_argument("--group", required=True, choices=GROUPS, help="the tool's taxonomy group")
+    p.add_argument("--tier", required=True, choices=TIERS, help="default or advanced")
+    p.add_argument("--visibility", required=True, choices=VISIBILITIES, help="who may see the tool")
+    p.add_argument("--family", help="the tool family (e.g. filesystem)")
+    p.add_argument("--plugin", help="the plugin that provides the tool (source plugin)")
+    p.add_argument("--backing-server", help="the server that backs the tool (e.g. the MCP server)")
+    p.add_argument("--description", help="one line saying what the tool does")
+    p.add_argument("--class", dest="classes", action="append", metavar="LABEL",
+                   help="a class label such as source:sensitive or sink:network (repeat for several)")
+    p.add_argument("--risk", choices=RISKS, help="what calling the tool may change")
+    p.add_argument("--schema", metavar="FILE.json",
+                   help="a JSON Schema file for the tool's input (an invalid one disables the tool)")
+    p.add_argument("--requires-state", action="store_true",
+                   help="the tool needs state: disabled for stateless agents")
 
 
 def load_schema(path: str | None) -> Any:

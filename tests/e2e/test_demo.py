@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from infra.dev.demo import EXAMPLES, script_lines
 from tests.support import TOOLCAT, Run
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ROW_FIELDS = {"tool_id", "namespace", "description", "provenance", "inherited_from", "exposure"}
 EXPOSURES = {"enabled", "disabled_invalid_schema", "disabled_by_state_mode", "disabled_by_agent_allowlist"}
 MILESTONES = ["canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission"]
@@ -33,13 +33,8 @@ DEMO_TIMEOUT = 240
 # ---------------------------------------------------------------------------------------------- helpers
 
 def example_commands(name: str) -> list[list[str]]:
-    """The toolcat argument lists of an example file: every line that is neither blank nor a comment."""
-    lines = []
-    for raw in (EXAMPLES / f"{name}.toolcat").read_text().splitlines():
-        text = raw.strip()
-        if text and not text.startswith("#"):
-            lines.append(shlex.split(text))
-    return lines
+    """The toolcat argument lists of an example file (its clock lines apart)."""
+    return script_lines(EXAMPLES / f"{name}.toolcat")
 
 
 def option(args: list[str], name: str) -> str | None:
@@ -411,8 +406,8 @@ def test_demo_human_output_prints_every_section_and_readable_tables(toolcat: Any
                  "sv.directory.list", "connector:arxiv", "chat.post_message", "acme.translate", "research"):
         assert text in out, text
     assert "(no broker:" in out
-    # the closing hint names a command that works
-    hint = re.search(r"^Done\. Explore: (toolcat .+)$", out, re.M)
+    # the closing hint names a command that works as printed (the venv's toolcat when not on the PATH)
+    hint = re.search(r"^Done\. Explore: (\S*toolcat .+)$", out, re.M)
     assert hint, out[-500:]
     args = shlex.split(hint.group(1))[1:]
     assert args[:2] == ["--home", str(home / "tyrum")], args

@@ -24,7 +24,7 @@ from infra.wiring import open_catalog
 from projections.fingerprint import fingerprint
 from projections.projector import read_tracking
 from projections.rows import scalar
-from tests.support import (PROJECT_ROOT, SCRIPT, error_of, ok, run_in_process, run_toolcat, toolcat_env,
+from tests.support import (PROJECT_ROOT, error_of, ok, run_example, run_in_process, run_toolcat, toolcat_env,
                            toolcat_environ, toolcat_in_process)
 
 QUESTIONS = "### Questions over history"
@@ -34,7 +34,8 @@ QUESTIONS = "### Questions over history"
 def story(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home holding the example story, projected; the tests only read it."""
     home = tmp_path_factory.mktemp("export") / "home"
-    run_in_process(home, [*SCRIPT, ["project"]])
+    run_example(home)
+    run_in_process(home, [["project"]])
     return home
 
 

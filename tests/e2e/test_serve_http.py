@@ -38,6 +38,8 @@ READS = {
         ("/v1/subjects/agent:triage/route-check", {"call": "tool.http.fetch", "after": ["tool.location.get"]}),
     ("route", "node", "tool.desktop.screenshot", "--lane", "main"):
         ("/v1/route/node/tool.desktop.screenshot", {"lane": "main"}),
+    ("who-can", "read"): ("/v1/tools/read/who-can", {}),
+    ("who-can", "tool.fs.read", "--at", "150"): ("/v1/tools/tool.fs.read/who-can", {"at": 150}),
 }
 
 

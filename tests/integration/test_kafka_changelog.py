@@ -5,13 +5,17 @@ the position it reflects), and `toolcat watch` turns those versions into added/r
 from __future__ import annotations
 
 import json
+import queue
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 from consumers.watch import diff
 from infra.settings import Settings
-from tests.integration.kafka_support import lines_before, on_both_kafka_clients, read_topic, store_head, toolcat
-from tests.support import ok, run_in_process
+from tests.integration.kafka_support import (lines_before, on_both_kafka_clients, popen_toolcat, read_topic,
+                                             stop_process, store_head, toolcat)
+from tests.support import error_of, ok, run_in_process
 
 BEFORE_REVOKE, FROM_REVOKE = lines_before(("grant", "revoke"))
 REVOKE = FROM_REVOKE[0]
@@ -60,38 +64,61 @@ def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_set
     assert REVOKED_TOOL in before, f"{SUBJECT} should see {REVOKED_TOOL} before the revoke"
     assert outbox(home) == [], "published subjects leave the outbox"
 
-    # When the grant is revoked and the read model projected again
-    run_in_process(home, [REVOKE])
-    second = ok(toolcat("project", home=home, settings=kafka_settings))["position"]
-    assert second == first + 1
+    # and `toolcat watch --json`, started before the revoke, prints the set as first seen at once
+    watcher = popen_toolcat("watch", SUBJECT, "--json", home=home, settings=kafka_settings,
+                            stderr_path=home.parent / "watch.stderr")
+    lines = line_reader(watcher)
+    try:
+        seen = json.loads(lines.get(timeout=60))
+        assert (seen["subject"], seen["position"]) == (SUBJECT, first)
+        assert {c["change"] for c in seen["changes"]} == {"added"}
+        assert {c["tool_id"] for c in seen["changes"]} == set(before)
 
-    # Then only the changed subject is published again, without (or with a changed) revoked tool
+        # When the grant is revoked and the read model projected again, while the watch runs
+        run_in_process(home, [REVOKE])
+        second = ok(toolcat("project", home=home, settings=kafka_settings))["position"]
+        assert second == first + 1
+
+        # Then the watch prints the revoke as it happens, one JSON line
+        update = json.loads(lines.get(timeout=60))
+    finally:
+        stop_process(watcher)
+    assert update["position"] == second
+    revoked = [c for c in update["changes"] if c["tool_id"] == REVOKED_TOOL]
+    assert revoked and revoked[0]["change"] in ("removed", "changed"), update["changes"]
+
+    # and only the changed subject was published again, without (or with a changed) revoked tool
     messages = documents_at(kafka_settings, second, SUBJECT)
     republished = {m.key.decode() for m in messages if json.loads(m.value)["position"] == second}
     assert republished == {SUBJECT}
-    after = {t["tool_id"]: t for t in json.loads(
-        next(m.value for m in messages if m.key == SUBJECT.encode() and json.loads(m.value)["position"] == second)
-    )["tools"]}
-    assert REVOKED_TOOL not in after or after[REVOKED_TOOL] != before[REVOKED_TOOL]
     assert outbox(home) == []
 
-    # and `toolcat watch` reports the set as first seen, then the revoke
-    watched = ok(toolcat("watch", SUBJECT, "--timeout", "3", home=home, settings=kafka_settings))
-    assert watched["subject"] == SUBJECT
-    updates = watched["updates"]
-    assert [u["position"] for u in updates] == [first, second]
-    assert {c["change"] for c in updates[0]["changes"]} == {"added"}
-    assert {c["tool_id"] for c in updates[0]["changes"]} == set(before)
-    revoked = [c for c in updates[1]["changes"] if c["tool_id"] == REVOKED_TOOL]
-    assert revoked and revoked[0]["change"] in ("removed", "changed"), updates[1]["changes"]
+    # and a watch restarted from the last position it printed resumes: the revoke only, not a replay
+    resumed = toolcat("watch", SUBJECT, "--from-position", str(first), "--timeout", "3", home=home,
+                      settings=kafka_settings)
+    assert resumed.code == 0, resumed.stderr
+    assert [json.loads(line)["position"] for line in resumed.stdout.splitlines()] == [second]
 
 
-def test_watch_of_a_subject_with_no_changelog_reports_nothing(kafka_settings: Settings) -> None:
+def line_reader(process: subprocess.Popen[str]) -> queue.Queue[str]:
+    """The lines `process` prints, as they come (a thread reads them; the test waits with a timeout)."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in process.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def test_watch_refuses_a_subject_the_catalog_does_not_know(kafka_settings: Settings) -> None:
+    # given a catalog published to Kafka
     run_in_process(kafka_settings.home, BEFORE_REVOKE)
     ok(toolcat("project", home=kafka_settings.home, settings=kafka_settings))
-    watched = ok(toolcat("watch", "agent:nobody", "--timeout", "2", home=kafka_settings.home,
-                         settings=kafka_settings))
-    assert watched == {"subject": "agent:nobody", "updates": []}
+    # when a subject it never had is watched, then it is refused, not watched in silence
+    watched = toolcat("watch", "agent:nobody", "--timeout", "2", home=kafka_settings.home, settings=kafka_settings)
+    assert watched.code == 3
+    assert error_of(watched)["code"] == "unknown_subject"
 
 
 # -- consumers.watch.diff ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from tests.integration.kafka_support import (
     toolcat,
     wait_for,
 )
-from tests.support import SCRIPT, Run, error_of, ok, run_in_process
+from tests.support import SCRIPT, Run, error_of, ok, run_in_process, toolcat_environ, toolcat_in_process
 
 
 @pytest.fixture
@@ -72,6 +72,13 @@ def test_a_read_model_fed_by_kafka_alone_equals_the_one_fed_by_the_store(
     again = project_from_kafka(kafka_settings, other)
     assert again["position"] == story
     assert read_model_facts(other)["fingerprint"] == store_built["fingerprint"]
+
+    # and the Kafka-fed home is a replica: a write to it is refused, and nothing is written
+    with toolcat_environ("replica-writer"):
+        refused = toolcat_in_process(other, "unit", "create", "stray", "--json")
+    assert refused.code == 2
+    assert error_of(refused)["code"] == "read_only_replica"
+    assert not (other / "events.sqlite").exists()
 
 
 # -- 3. the relay died after publishing, before saving its position ----------------------------------

@@ -24,6 +24,7 @@ from projections.fingerprint import fingerprint
 from projections.projector import Projector
 from projections.sql_encode import ARROW_STREAM, CSV, JSON, PARQUET, encode, rows, truncated
 from projections.user_sql import check_query, run_query, sandbox_config
+from tests.support import run_example, run_in_process
 
 SECRET = "toolcat-secret-4711"
 
@@ -262,8 +263,19 @@ def test_the_sandbox_config_keeps_its_fences_whatever_else_is_asked() -> None:
         sandbox_config(enable_external_access=True, lock_configuration=False)
 
 
-def test_the_readme_history_questions_are_allowed_and_answer(sandboxed: duckdb.DuckDBPyConnection) -> None:
+@pytest.fixture
+def dated_sandbox(home: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The example story recorded on its clock, as the demo records it, opened as `toolcat sql` opens it."""
+    run_example(home)
+    run_in_process(home, [["project"]])
+    con = open_read_model(Settings(home=home), read_only=True, config=sandbox_config())
+    yield con
+    con.close()
+
+
+def test_the_readme_history_questions_are_allowed_and_answer(dated_sandbox: duckdb.DuckDBPyConnection) -> None:
     """Every ```sql block of the README runs under the rules, with the columns its table shows."""
+    sandboxed = dated_sandbox
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     answered = re.findall(r"```sql\n(.*?)\n```\n\| (.*?) \|\n", readme, flags=re.S)
     assert len(answered) >= 5

@@ -1,0 +1,34 @@
+"""`toolcat who-can TOOL`: every subject that could call a tool, now or as of a past moment, and why (its
+provenance) and how (its exposure)."""
+from __future__ import annotations
+
+from infra.cli.effective import moment, moment_options, stamped
+from infra.cli.output import Reply, Table
+from infra.cli.registry import Commands
+from infra.context import Context
+from projections import queries
+from projections.projector import read_tracking
+from projections.who_can import who_can
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("who-can", cmd_who_can, "every subject that could call a tool, with its provenance and "
+                     "exposure", "read")
+    p.add_argument("tool", metavar="TOOL", help="a canonical ID or an alias of it")
+    moment_options(p, effective_at=False)
+
+
+def cmd_who_can(ctx: Context) -> Reply:
+    at = moment(ctx)
+    con = ctx.read_model()
+    tool = queries.lookup(con, ctx.args.tool)
+    subjects = who_can(con, tool["tool_key"], at)
+    position = read_tracking(con).position if at is None else at
+    document = stamped(ctx, {"tool_id": tool["canonical_id"], "position": position, "subjects": subjects})
+    enabled = sum(1 for s in subjects if s["exposure"] == "enabled")
+    return Reply(document, [
+        Table(f"who can call {tool['canonical_id']} at position {position}",
+              ["subject", "provenance", "inherited_from", "exposure"],
+              [[s["subject"], s["provenance"], s["inherited_from"], s["exposure"]] for s in subjects]),
+        f"{len(subjects)} subject(s) see it; {enabled} agent(s) may call it (exposure enabled); units have no "
+        "exposure"])

@@ -1,0 +1,60 @@
+"""`toolcat bench` for people and for CI: a table of the budget without --json, and under --strict an exit
+code of its own when a measured figure misses its target. The verdict is computed from the figures a run
+measured; no test here asserts how fast anything ran."""
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.cli.output import Reply, show
+from infra.dev.bench_report import BUDGET_MISSED_EXIT, bench_summary
+from tests.expected import check_expected
+from tests.support import toolcat_environ, toolcat_in_process
+
+
+def document(**met: bool | None) -> dict[str, Any]:
+    """A bench answer whose budget figures are met, missed or not measured as given."""
+    values = {True: 120000, False: 9800, None: None}
+    return {"machine": {"cores": 2}, "events": 20000, "figures": {},
+            "budget": {name: {"value": values[state], "met": state} for name, state in met.items()}}
+
+
+MIXED = document(catch_up_projection_events_per_s=False, replay_peak_rss_mib=True, relay_vs_raw_producer=None)
+
+
+def printed(reply: Reply) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        show(reply, as_json=False)
+    return out.getvalue()
+
+
+def test_bench_prints_the_budget_as_the_expected_table(request: pytest.FixtureRequest) -> None:
+    # given a run that missed one figure, met one and did not measure one
+    human, code = bench_summary(MIXED, strict=False)
+    # then people get a table of each figure with its result, and without --strict the run succeeds
+    assert code == 0
+    check_expected(request, "bench/budget_table.txt", printed(Reply(MIXED, human)))
+
+
+@pytest.mark.parametrize("budget, exit_code", [
+    (MIXED, BUDGET_MISSED_EXIT),
+    (document(catch_up_projection_events_per_s=True, relay_vs_raw_producer=None), 0),
+])
+def test_strict_exits_non_zero_only_when_a_measured_figure_missed(budget: dict[str, Any], exit_code: int) -> None:
+    # when the run is strict, then a missed figure (and only a missed one) fails it
+    assert bench_summary(budget, strict=True)[1] == exit_code
+
+
+def test_bench_without_json_prints_a_table(home: Path) -> None:
+    # when a small bench runs without --json
+    with toolcat_environ("bench"):
+        run = toolcat_in_process(home, "bench", "--only", "append", "--events", "300", "--strict")
+    # then it answers with the budget table (nothing of the budget was measured: nothing missed)
+    assert run.code == 0, run.stderr
+    assert "figure and target" in run.stdout and "not measured" in run.stdout
+    assert "bench: append" in run.stderr  # its progress went to stderr
