@@ -23,6 +23,7 @@ from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.projector import Tracking, read_tracking
 from projections.rows import scalar
+from projections.user_sql import sandbox_config
 
 log = logging.getLogger("toolcat.serve")
 AfterBatch = Callable[[int], None]
@@ -32,7 +33,9 @@ class ServerState:
     def __init__(self, settings: Settings, source: str, metrics: ServerMetrics) -> None:
         self.settings, self.source, self.metrics = settings, source, metrics
         self.catalog: Catalog = open_catalog(settings)
-        self.con = open_read_model(settings)  # the owning connection; only the follower writes with it
+        # The owning connection; only the follower writes with it. Opened with the user-SQL sandbox: it
+        # answers `POST /v1/sql`, and DuckDB takes a connection's config only when it opens the file.
+        self.con = open_read_model(settings, config=sandbox_config())
         self._root = self.con.cursor()  # reader cursors are made from here, one at a time
         self._idle: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
         self._making = threading.Lock()

@@ -5,12 +5,16 @@ deprecation headers, 410, min_position, limits) hold.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from infra.cli import run
@@ -21,6 +25,7 @@ from tests.serving import Served, serving, tokens
 from tests.support import SCRIPT, run_in_process, toolcat_environ
 
 DEPRECATED, RETIRED = "mcp.memory.write", "mcp.memory.search"
+SQL_TIMEOUT = 3
 # The read commands every endpoint is checked against: argv → (path, query).
 READS = {
     ("tool", "list", "--limit", "3"): ("/v1/tools", {"limit": 3}),
@@ -54,7 +59,7 @@ def keys(story: tuple[Path, Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def served(story: tuple[Path, Any], keys: dict[str, str]) -> Iterator[Served]:
-    with serving(story[0]) as server:
+    with serving(story[0], env={"TOOLCAT_SQL_TIMEOUT_SECONDS": str(SQL_TIMEOUT)}) as server:
         yield server
 
 
@@ -220,8 +225,53 @@ def test_tokens_and_scopes_decide_who_may_do_what(served: Served, keys: dict[str
 def test_sql_answers_rows_and_refuses_anything_but_reading(admin: httpx.Client) -> None:
     rows = admin.post("/v1/sql", json={"query": "SELECT count(*) AS n FROM tools"})
     assert rows.status_code == 200 and rows.json()[0]["n"] > 8
-    problem(admin.post("/v1/sql", json={"query": "DROP TABLE events"}), 400, "sql_refused")
-    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM no_such_table"}), 400, "usage")
+    assert rows.headers["toolcat-truncated"] == "false"
+    problem(admin.post("/v1/sql", json={"query": "DROP TABLE events"}), 422, "sql_refused")
+    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM read_csv('/etc/passwd')"}), 422, "sql_refused")
+    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM no_such_table"}), 400, "sql_error")
+    assert admin.post("/v1/sql", json={"query": "SELECT 1 AS one"}).json() == [{"one": 1}]
+
+
+QUERY = {"query": "SELECT tool_key, canonical_id, input_schema FROM tools ORDER BY canonical_id"}
+
+
+def test_sql_answers_csv_arrow_or_parquet_as_accept_asks(admin: httpx.Client) -> None:
+    # Given the rows as JSON
+    expected = admin.post("/v1/sql", json=QUERY).json()
+    ids = [row["canonical_id"] for row in expected]
+    # When the same query asks for CSV, an Arrow IPC stream and Parquet
+    answers = {kind: admin.post("/v1/sql", json=QUERY, headers={"Accept": kind})
+               for kind in ("text/csv", "application/vnd.apache.arrow.stream", "application/vnd.apache.parquet")}
+    # Then each is that media type holding the same rows
+    for kind, answer in answers.items():
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith(kind), (kind, answer.text)
+    assert [row["canonical_id"] for row in csv.DictReader(io.StringIO(answers["text/csv"].text))] == ids
+    streamed = pa.ipc.open_stream(answers["application/vnd.apache.arrow.stream"].content).read_all()
+    assert streamed.column("canonical_id").to_pylist() == ids
+    parquet = pq.read_table(io.BytesIO(answers["application/vnd.apache.parquet"].content))
+    assert parquet.column("canonical_id").to_pylist() == ids
+    # And a weighted Accept picks the type it prefers; one we do not write is refused with 406
+    weighted = admin.post("/v1/sql", json=QUERY, headers={"Accept": "application/xml;q=0.9, text/csv"})
+    assert weighted.headers["content-type"].startswith("text/csv")
+    problem(admin.post("/v1/sql", json=QUERY, headers={"Accept": "application/xml"}), 406, "not_acceptable")
+
+
+def test_sql_stops_at_the_row_limit_and_says_so(admin: httpx.Client) -> None:
+    # When a query matches more rows than the limit (TOOLCAT_SQL_ROW_LIMIT, 100,000 by default)
+    answer = admin.post("/v1/sql", json={"query": "SELECT range AS n FROM range(250000)"},
+                        headers={"Accept": "application/vnd.apache.arrow.stream"})
+    # Then the answer holds the first 100,000 and its headers say it was cut short
+    assert answer.headers["toolcat-row-limit"] == "100000" and answer.headers["toolcat-truncated"] == "true"
+    assert pa.ipc.open_stream(answer.content).read_all().num_rows == 100_000
+
+
+def test_sql_stops_a_query_running_past_the_statement_timeout(admin: httpx.Client) -> None:
+    # Given the server's statement timeout (TOOLCAT_SQL_TIMEOUT_SECONDS, SQL_TIMEOUT here)
+    endless = "SELECT sum(a.range * b.range) FROM range(1000000000) a, range(1000000000) b"
+    # When a query would run for hours, it is stopped and answered as a rule refusal
+    body = problem(admin.post("/v1/sql", json={"query": endless}), 422, "sql_timeout")
+    assert body["details"]["timeout_seconds"] == SQL_TIMEOUT
+    # And the server still answers the next query
     assert admin.post("/v1/sql", json={"query": "SELECT 1 AS one"}).json() == [{"one": 1}]
 
 
