@@ -24,6 +24,7 @@ def register(commands: Commands) -> None:
     p.add_argument("directory", metavar="DIR", help="a new or empty directory")
     p.add_argument("--format", required=True, choices=tuple(FORMATS),
                    help="parquet: every table and view as Parquet, with schema.sql and load.sql")
+    p.set_defaults(reads_snapshot=True)  # run here even while a server runs: it reads the server's snapshot
 
 
 def _fresh_snapshot(ctx: Context) -> duckdb.DuckDBPyConnection | None:

@@ -10,8 +10,10 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from contextlib import closing
 from typing import Any
 
+import duckdb
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,7 +24,8 @@ from infra.http.answers import REPLY_MEDIA_TYPE
 from infra.http.commands import READ_ROUTES, commands_of
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
-from tests.support import SCRIPT, run_in_process, toolcat_environ
+from projections.projector import read_tracking
+from tests.support import SCRIPT, ok, run_in_process, toolcat_environ, toolcat_in_process
 
 DEPRECATED, RETIRED = "mcp.memory.write", "mcp.memory.search"
 SQL_TIMEOUT = 3
@@ -273,6 +276,43 @@ def test_sql_stops_a_query_running_past_the_statement_timeout(admin: httpx.Clien
     assert body["details"]["timeout_seconds"] == SQL_TIMEOUT
     # And the server still answers the next query
     assert admin.post("/v1/sql", json={"query": "SELECT 1 AS one"}).json() == [{"one": 1}]
+
+
+def test_snapshot_duckdb_is_published_for_outside_duckdb_clients(served: Served, admin: httpx.Client) -> None:
+    # Given a write the server has applied
+    written = write(admin, "/v1/unit/create", {"unit": "snapshotted"})
+    # When a client asks for a snapshot
+    published = admin.post("/v1/snapshot").json()
+    # Then snapshot.duckdb in the home holds that write, and a DuckDB client opens it read-only beside the server
+    assert published == {"position": published["position"], "path": str(served.home / "snapshot.duckdb")}
+    assert published["position"] >= written["position"]
+    with closing(duckdb.connect(published["path"], read_only=True)) as con:
+        assert read_tracking(con).position == published["position"]
+        assert con.execute("SELECT count(*) FROM events").fetchone()[0] == published["position"]
+    # And the metrics say what the snapshot lags behind
+    assert "toolcat_snapshot_lag_events" in admin.get("/metrics").text
+
+
+def test_export_through_a_server_reads_a_snapshot_it_asks_for(served: Served, admin: httpx.Client,
+                                                               tmp_path: Path) -> None:
+    # Given a write newer than any snapshot
+    written = write(admin, "/v1/unit/create", {"unit": "exported"})
+    # When `toolcat export` runs on the served home
+    with toolcat_environ("exporter"):
+        exported = toolcat_in_process(served.home, "export", "--format", "parquet", str(tmp_path / "out"), "--json")
+    # Then the server published a snapshot holding the write, and the export read it
+    document = ok(exported)
+    assert (document["source"], document["position"]) == ("snapshot", written["position"])
+    assert (tmp_path / "out" / "events.parquet").exists() and (tmp_path / "out" / "schema.sql").exists()
+
+
+def test_the_web_page_is_served_at_the_root(admin: httpx.Client, served: Served) -> None:
+    page = admin.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert DEPRECATED in page.text and "agent:triage" in page.text
+    assert admin.get("/subjects/agent:triage").status_code == 200
+    with served.client() as anonymous_with_tokens_configured:
+        assert anonymous_with_tokens_configured.get("/").status_code == 401
 
 
 def test_the_audit_report_is_html_or_json(admin: httpx.Client) -> None:

@@ -1,0 +1,63 @@
+"""The server's side of `snapshot.duckdb` (infra/http/snapshot.py makes one): published after batches at
+most every TOOLCAT_SNAPSHOT_SECONDS, once at start, and on request (`POST /v1/snapshot`, which
+`toolcat export` uses through `request_snapshot` when the snapshot it finds is stale)."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel
+
+from infra.http.answers import json_response, server_of
+from infra.http.auth import require
+from infra.http.snapshot import publish_snapshot, snapshot_path
+from infra.http.state import ServerState
+
+log = logging.getLogger("toolcat.serve")
+router = APIRouter(tags=["operators"])
+
+
+class Snapshot(BaseModel):
+    position: int
+    path: str
+
+
+class SnapshotPublisher:
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.position: int | None = None  # what the published snapshot holds; None before the first
+        self._one_at_a_time = threading.Lock()
+        state.metrics.snapshot_lag.set_function(
+            lambda: state.position - self.position if self.position is not None else state.position)
+
+    def start(self) -> None:
+        """Publish now, then after batches at most every `snapshot_seconds`."""
+        self.publish()
+        self.state.every(self.state.settings.snapshot_seconds, self.after_batch)
+
+    def publish(self) -> int:
+        """Publish unless the snapshot already holds what the read model holds; its position."""
+        with self._one_at_a_time:
+            if self.position is None or self.position < self.state.position:
+                position = publish_snapshot(self.state.con, self.state.settings.home, self.state.pause_writes())
+                self.position = position
+                self.state.metrics.snapshot_published.set(time.time())
+            return self.position
+
+    def after_batch(self) -> None:
+        try:
+            self.publish()
+        except Exception:  # a failed snapshot leaves the last one in place; the follower goes on
+            log.exception("publishing %s failed", snapshot_path(self.state.settings.home))
+
+
+@router.post("/v1/snapshot", response_model=Snapshot)
+def snapshot(request: Request, _: Any = Depends(require("read"))) -> Response:
+    """Publish `snapshot.duckdb` now, caught up with the store (nothing is copied when it already is)."""
+    state = server_of(request)
+    state.wait_for(state.store_head() if state.source == "store" else state.position, 10.0)
+    position = request.app.state.snapshots.publish()
+    return json_response({"position": position, "path": str(snapshot_path(state.settings.home))})
