@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
 from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
@@ -80,6 +81,12 @@ class Settings(BaseSettings):
             return getpass.getuser()
         except (KeyError, OSError):
             return "unknown"
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """This process's environment with TOOLCAT_ settings replaced (`snapshot_seconds="1"` sets
+    TOOLCAT_SNAPSHOT_SECONDS), for a `toolcat` child process the development tools start."""
+    return {**os.environ, **{"TOOLCAT_" + name.upper(): value for name, value in overrides.items()}}
 
 
 def url_passwords(url: str) -> set[str]:
