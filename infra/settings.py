@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     relay_page_size: int = 2000
     follow_poll_seconds: float = 0.2
     # `toolcat serve`: publish snapshot.duckdb after batches, at most this often.
-    snapshot_seconds: float = 30.0
+    snapshot_seconds: float = Field(30.0, gt=0)
     actor: str | None = None
     # How long a command waits for another process's DuckDB write lock before giving up (exit 6).
     duckdb_lock_wait_seconds: float = 15.0

@@ -113,17 +113,21 @@ class ServeFigures:
         answered: list[tuple[float, int]] = []  # (when, position) of each write's answer
         latencies: list[float] = []
         listening, done = threading.Event(), threading.Event()
+        failed: list[str] = []
 
         def watch() -> None:
             try:
                 follow()
-            except httpx.HTTPError:  # the stream ends when the server stops; what arrived is counted
+            except httpx.TransportError:  # the stream ends when the server stops; what arrived is counted
                 pass
+            except httpx.HTTPStatusError as error:
+                failed.append(str(error))
 
         def follow() -> None:
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as watcher, \
                     watcher.stream("GET", "/v1/subjects/unit:bench-visible/watch") as stream:
                 listening.set()
+                stream.raise_for_status()
                 for line in stream.iter_lines():
                     if line.startswith("data:"):
                         arrived = time.perf_counter()
@@ -150,6 +154,8 @@ class ServeFigures:
         achieved = _paced(per_second, seconds, 8, grant)
         done.set()
         watcher.join(30)
+        if failed or not latencies:
+            raise RuntimeError(f"the watch stream saw none of the writes: {failed or 'no change arrived'}")
         snapshots.until(max((p for _, p in answered), default=0), timeout=SNAPSHOT_SECONDS * 10 + 30)
         return {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies),
                 "snapshot_lag": {"snapshot_seconds": SNAPSHOT_SECONDS, **snapshots.lag(answered)}}

@@ -71,6 +71,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         server.run(sockets=[sock])
     finally:
         forget_address(settings.home, address.pid)
+        publisher.stop()
         state.stop()
         sock.close()
         for sig, handler in previous.items():

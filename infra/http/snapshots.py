@@ -1,5 +1,5 @@
-"""The server's side of `snapshot.duckdb` (infra/http/snapshot.py makes one): published after batches at
-most every TOOLCAT_SNAPSHOT_SECONDS, once at start, and on request (`POST /v1/snapshot`, which
+"""The server's side of `snapshot.duckdb` (infra/http/snapshot.py makes one): published once at start,
+then every TOOLCAT_SNAPSHOT_SECONDS when batches were applied meanwhile, and on request (`POST /v1/snapshot`, which
 `toolcat export` uses through `request_snapshot` when the snapshot it finds is stale)."""
 from __future__ import annotations
 
@@ -30,13 +30,31 @@ class SnapshotPublisher:
         self.state = state
         self.position: int | None = None  # what the published snapshot holds; None before the first
         self._one_at_a_time = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
         state.metrics.snapshot_lag.set_function(
             lambda: state.position - self.position if self.position is not None else state.position)
 
     def start(self) -> None:
-        """Publish now, then after batches at most every `snapshot_seconds`."""
+        """Publish now, then, while batches are applied, at most every `snapshot_seconds`. A thread of its
+        own rather than a hook after each batch: the last batch of a burst is published too, at most
+        `snapshot_seconds` later, even when no batch follows it."""
         self.publish()
-        self.state.every(self.state.settings.snapshot_seconds, self.after_batch)
+        self._thread = threading.Thread(target=self._every, name="toolcat-snapshots", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """(Before the server's state closes its database.) Wait for a publish in progress, then stop."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _every(self) -> None:
+        while not self._stopping.wait(self.state.settings.snapshot_seconds):
+            try:
+                self.publish()
+            except Exception:  # a failed snapshot leaves the last one in place; the next try may work
+                log.exception("publishing %s failed", snapshot_path(self.state.settings.home))
 
     def publish(self) -> int:
         """Publish unless the snapshot already holds what the read model holds; its position."""
@@ -46,12 +64,6 @@ class SnapshotPublisher:
                 self.position = position
                 self.state.metrics.snapshot_published.set(time.time())
             return self.position
-
-    def after_batch(self) -> None:
-        try:
-            self.publish()
-        except Exception:  # a failed snapshot leaves the last one in place; the follower goes on
-            log.exception("publishing %s failed", snapshot_path(self.state.settings.home))
 
 
 @router.post("/v1/snapshot", response_model=Snapshot)

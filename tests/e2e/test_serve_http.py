@@ -395,10 +395,10 @@ class Stream:
         raise AssertionError("the stream ended")
 
 
-def grant_plugin_tool(admin: httpx.Client, tool_id: str) -> int:
+def grant_plugin_tool(admin: httpx.Client, tool_id: str, subject: str = "agent:triage") -> int:
     write(admin, "/v1/tool/register", {"id": tool_id, "source": "plugin", "plugin": "acme", "group": "extension",
                                        "tier": "advanced", "visibility": "public"})
-    return write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": tool_id})["position"]
+    return write(admin, "/v1/grant/add", {"subject": subject, "target": tool_id})["position"]
 
 
 def changed(changes: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -434,6 +434,20 @@ def test_watch_resumes_after_a_dropped_connection_missing_nothing_and_repeating_
         assert (position, changed(changes)) == (last, [("removed", "acme.watch-two")])
     problem(admin.get("/v1/subjects/agent:nobody/watch"), 404, "unknown_subject")
     problem(admin.get(path, headers={"Last-Event-ID": "yesterday"}), 400, "usage")
+
+
+def test_a_watch_opened_right_after_its_subject_was_created_finds_it(served: Served, keys: dict[str, str],
+                                                                      admin: httpx.Client) -> None:
+    # Given a unit whose creation was just answered
+    write(admin, "/v1/unit/create", {"unit": "watched-at-once"})
+    # When a client opens its watch stream at once, the stream starts (it waits for the write to apply)
+    with served.client(keys["reader"]) as watcher, \
+            watcher.stream("GET", "/v1/subjects/unit:watched-at-once/watch") as response:
+        assert response.status_code == 200
+        granted = grant_plugin_tool(admin, "acme.watch-at-once", "unit:watched-at-once")
+        # And its first change is that grant
+        position, changes = Stream(response).next()
+        assert (position, changed(changes)) == (granted, [("added", "acme.watch-at-once")])
 
 
 # -- the command line on a served home ---------------------------------------------------------------
