@@ -24,6 +24,8 @@ import duckdb
 import httpx
 
 from domain.errors import Unavailable
+from infra.http.address import live_address
+from infra.http.problems import error_from_problem
 from infra.settings import Settings
 from projections.projector import read_tracking
 from projections.rows import scalar
@@ -93,7 +95,6 @@ def request_snapshot(settings: Settings) -> int | None:
 
     How commands that read whole files (`toolcat export`) get a fresh snapshot without touching the file a
     server owns."""
-    from infra.http.address import live_address
     address = live_address(Path(settings.home))
     if address is None:
         return None
@@ -103,7 +104,6 @@ def request_snapshot(settings: Settings) -> int | None:
     except httpx.HTTPError as error:
         raise Unavailable(f"the server at {address.url} did not answer: {error}", server=address.url) from error
     if answer.status_code >= 400:
-        from infra.http.problems import error_from_problem
         raise error_from_problem(answer.status_code, answer.json() if answer.content else None)
     return int(answer.json()["position"])
 
