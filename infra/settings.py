@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
 from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
@@ -42,7 +43,7 @@ class Settings(BaseSettings):
     relay_page_size: int = 2000
     follow_poll_seconds: float = 0.2
     # `toolcat serve`: publish snapshot.duckdb after batches, at most this often.
-    snapshot_seconds: float = 30.0
+    snapshot_seconds: float = Field(30.0, gt=0)
     actor: str | None = None
     # How long a command waits for another process's DuckDB write lock before giving up (exit 6).
     duckdb_lock_wait_seconds: float = 15.0
@@ -80,6 +81,12 @@ class Settings(BaseSettings):
             return getpass.getuser()
         except (KeyError, OSError):
             return "unknown"
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """This process's environment with TOOLCAT_ settings replaced (`snapshot_seconds="1"` sets
+    TOOLCAT_SNAPSHOT_SECONDS), for a `toolcat` child process the development tools start."""
+    return {**os.environ, **{"TOOLCAT_" + name.upper(): value for name, value in overrides.items()}}
 
 
 def url_passwords(url: str) -> set[str]:

@@ -44,8 +44,9 @@ def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Sett
 def _execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
     ctx = Context(settings_for(args, settings), args, backend)
     try:
-        # While a server owns this home's read model, reads are its to answer.
-        server = ctx.server if args.kind == "read" else None
+        # While a server owns this home's read model, reads are its to answer (but those that read the
+        # snapshot the server publishes, as `export` does).
+        server = ctx.server if args.kind == "read" and not getattr(args, "reads_snapshot", False) else None
         return server.reply(args) if server is not None else args.handler(ctx)
     finally:
         ctx.close()

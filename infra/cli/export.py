@@ -30,13 +30,19 @@ def register(commands: Commands) -> None:
                         "catalog as a YAML manifest that `toolcat plan` reads")
     p.add_argument("-o", "--output", metavar="DIR|FILE",
                    help="where to write: the directory (parquet) or the file (manifest; '-' or none: stdout)")
+    p.set_defaults(reads_snapshot=True)  # run here even while a server runs: it reads the server's snapshot
 
 
 def _export_manifest(ctx: Context) -> Reply:
     """The catalog as a manifest; `plan` of this very file answers an empty plan."""
-    con = ctx.read_model()
-    position = read_tracking(con).position
-    manifest = current_manifest(con)
+    own = _fresh_snapshot(ctx)
+    con = own or ctx.read_model()
+    try:
+        position = read_tracking(con).position
+        manifest = current_manifest(con)
+    finally:
+        if own is not None:
+            own.close()
     text = manifest_yaml(manifest)
     target = ctx.args.output or ctx.args.directory
     document = {"format": "manifest", "position": position, "file": None, "manifest": manifest.document()}

@@ -2,7 +2,9 @@
 
 - command → visible through the server at 200 writes/s: each write's time from being sent to its change
   arriving on the subject's watch stream (p50, p99);
-- effective-set reads over HTTP at 500 requests/s on the 1k agents × 10k tools catalog (p50, p99).
+- effective-set reads over HTTP at 500 requests/s on the 1k agents × 10k tools catalog (p50, p99);
+- snapshot lag, during the writes: from a write's answer until a `snapshot.duckdb` opened by a plain DuckDB
+  client holds it (the server publishes at most every SNAPSHOT_SECONDS).
 """
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 
 from infra.dev.measures import percentiles, rate
 from infra.dev.workload import Shape, Workload
 from infra.http.address import read_address
 from infra.http.auth import create_token
-from infra.settings import Settings
+from infra.settings import Settings, child_environment
 from infra.wiring import open_catalog
 
 
@@ -46,6 +49,10 @@ def _paced(per_second: float, seconds: float, threads: int, action: Any) -> floa
     return rate(len(done), time.perf_counter() - started)
 
 
+# How often the benchmarked server publishes its snapshot (the default, 30 s, is longer than the load).
+SNAPSHOT_SECONDS = 1.0
+
+
 class ServeFigures:
     def __init__(self, root: Path, say: Any) -> None:
         self.home, self.say = root / "serve", say
@@ -57,7 +64,8 @@ class ServeFigures:
         catalog.close()
         token = create_token(self.home, "bench", ["read", "write"])
         process = subprocess.Popen([sys.executable, "-m", "infra.cli", "--home", str(self.home), "serve", "--port", "0"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env=child_environment(snapshot_seconds=str(SNAPSHOT_SECONDS)))
         try:
             url = self._address(process)
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
@@ -68,7 +76,8 @@ class ServeFigures:
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(120)
-        return {"agents": shape.agents, "command_to_visible": visible, "effective_reads": reads}
+        return {"agents": shape.agents, "command_to_visible": visible, "effective_reads": reads,
+                "snapshot_lag": visible.pop("snapshot_lag")}
 
     def _address(self, process: subprocess.Popen[bytes]) -> str:
         deadline = time.monotonic() + 300
@@ -101,13 +110,24 @@ class ServeFigures:
         tools = [row["canonical_id"] for row in client.post("/v1/sql", json={
             "query": f"SELECT canonical_id FROM tools ORDER BY canonical_id LIMIT {int(per_second * seconds)}"}).json()]
         sent: dict[str, float] = {}
+        answered: list[tuple[float, int]] = []  # (when, position) of each write's answer
         latencies: list[float] = []
         listening, done = threading.Event(), threading.Event()
+        failed: list[str] = []
 
         def watch() -> None:
+            try:
+                follow()
+            except httpx.TransportError:  # the stream ends when the server stops; what arrived is counted
+                pass
+            except httpx.HTTPStatusError as error:
+                failed.append(str(error))
+
+        def follow() -> None:
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as watcher, \
                     watcher.stream("GET", "/v1/subjects/unit:bench-visible/watch") as stream:
                 listening.set()
+                stream.raise_for_status()
                 for line in stream.iter_lines():
                     if line.startswith("data:"):
                         arrived = time.perf_counter()
@@ -126,8 +146,54 @@ class ServeFigures:
             if not hasattr(local, "client"):
                 local.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
             sent[tools[index]] = time.perf_counter()
-            local.client.post("/v1/grant/add", json={"subject": "unit:bench-visible", "target": tools[index]})
+            answer = local.client.post("/v1/grant/add", json={"subject": "unit:bench-visible", "target": tools[index]})
+            if answer.status_code == 200:
+                answered.append((time.perf_counter(), answer.json()["position"]))
+        snapshots = _SnapshotWatch(self.home / "snapshot.duckdb")
+        snapshots.start()
         achieved = _paced(per_second, seconds, 8, grant)
         done.set()
         watcher.join(30)
-        return {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies)}
+        if failed or not latencies:
+            raise RuntimeError(f"the watch stream saw none of the writes: {failed or 'no change arrived'}")
+        snapshots.until(max((p for _, p in answered), default=0), timeout=SNAPSHOT_SECONDS * 10 + 30)
+        return {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies),
+                "snapshot_lag": {"snapshot_seconds": SNAPSHOT_SECONDS, **snapshots.lag(answered)}}
+
+
+class _SnapshotWatch:
+    """Opens the snapshot read-only every 50 ms, as an outside DuckDB client does, noting when each
+    position first appeared."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.seen = path, [(time.perf_counter(), 0)]
+        self.failures, self._stop, self._target = 0, threading.Event(), 0
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                with duckdb.connect(str(self.path), read_only=True) as con:
+                    position = con.execute("SELECT position FROM tracking").fetchone()[0]
+            except duckdb.Error:
+                self.failures += 1
+                continue
+            if position > self.seen[-1][1]:
+                self.seen.append((time.perf_counter(), position))
+
+    def until(self, position: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.seen[-1][1] < position and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._stop.set()
+        self._thread.join()
+
+    def lag(self, answered: list[tuple[float, int]]) -> dict[str, Any]:
+        """Per write: milliseconds from its answer until a snapshot held its position."""
+        lags = [max(0.0, next(t for t, p in self.seen if p >= position) - when) * 1000
+                for when, position in answered if self.seen[-1][1] >= position]
+        return {"writes": len(answered), "never_seen": len(answered) - len(lags), "failed_opens": self.failures,
+                **(percentiles(lags) if lags else {})}

@@ -6,20 +6,22 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from domain.errors import ToolcatError, UsageError
 from infra.cli import infrastructure_error
-from infra.http import operators, reads, sql, watch, who_can, writes
+from infra.http import operators, reads, snapshots, sql, watch, who_can, writes
 from infra.http import route_reads
 from infra.http import proposals
-from infra.http.auth import TokenBook
+from infra.http.auth import TokenBook, require
 from infra.http.limits import SizeLimits
 from infra.http.metrics import RequestTimer
 from infra.http.problems import NotFound, problem
+from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
+from infra.http.web import web_router
 
 log = logging.getLogger("toolcat.serve")
 DESCRIPTION = """The toolcat catalog over HTTP. Bodies are the command line's `--json` documents; errors
@@ -28,16 +30,19 @@ bearer token with the `read` scope (`audit` for /v1/audit), writes the `write` s
 the server answers anonymous reads from loopback only."""
 
 
-def create_app(state: ServerState, tokens: TokenBook) -> FastAPI:
+def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublisher) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.loop = asyncio.get_running_loop()
         yield
 
     app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
-    app.state.server, app.state.tokens = state, tokens
-    for module in (operators, reads, watch, sql, writes, route_reads, proposals, who_can):
-        app.include_router(module.router)
+    app.state.server, app.state.tokens, app.state.snapshots = state, tokens, publisher
+    # Append new routers at the end (other issues add theirs).
+    for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
+                   route_reads.router, proposals.router, who_can.router,
+                   web_router(state.new_cursor, Depends(require("read")))):
+        app.include_router(router)
     app.add_exception_handler(ToolcatError, _toolcat_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(HTTPException, _http_error)

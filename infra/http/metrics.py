@@ -29,6 +29,11 @@ class ServerMetrics:
         self.visible_seconds = Histogram("toolcat_event_visible_seconds",
                                          "from an event's recording to its batch being readable",
                                          buckets=_LATENCY_BUCKETS, registry=r)
+        self.snapshot_lag = Gauge("toolcat_snapshot_lag_events",
+                                  "events applied to the read model that snapshot.duckdb does not hold yet",
+                                  registry=r)
+        self.snapshot_published = Gauge("toolcat_snapshot_published_timestamp_seconds",
+                                        "when snapshot.duckdb was last published (Unix time)", registry=r)
         self.requests = Histogram("toolcat_http_request_duration_seconds", "request latency by route",
                                   ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=r)
 

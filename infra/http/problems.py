@@ -12,6 +12,7 @@ from domain.errors import (
     Conflict,
     IntegrityFailure,
     RetiredAlias,
+    SqlError,
     ToolcatError,
     Unavailable,
     UnknownConnector,
@@ -45,6 +46,12 @@ class TooLarge(UsageError):
     code = "too_large"
 
 
+class NotAcceptable(UsageError):
+    """`Accept` names no media type the endpoint answers with (HTTP 406)."""
+
+    code = "not_acceptable"
+
+
 class NotFound(UsageError):
     """No endpoint at this path (or not for this method)."""
 
@@ -53,10 +60,10 @@ class NotFound(UsageError):
 
 # First match wins: subclasses before their bases.
 STATUSES: tuple[tuple[type[ToolcatError], int], ...] = (
-    (Unauthenticated, 401), (Forbidden, 403), (TooLarge, 413), (NotFound, 404),
+    (Unauthenticated, 401), (Forbidden, 403), (TooLarge, 413), (NotFound, 404), (NotAcceptable, 406),
     (RetiredAlias, 410),
     (UnknownTool, 404), (UnknownSubject, 404), (UnknownRelease, 404), (UnknownConnector, 404), (UnknownGrant, 404),
-    (UsageError, 400),
+    (UsageError, 400), (SqlError, 400),
     (CatalogRuleError, 422),
     (Conflict, 409),
     (IntegrityFailure, 500),

@@ -16,6 +16,7 @@ from infra.http.address import ServerAddress, forget_address, live_address, reco
 from infra.http.app import create_app
 from infra.http.auth import TokenBook, is_loopback, tokens_configured
 from infra.http.metrics import ServerMetrics
+from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.settings import Settings
 
@@ -55,7 +56,8 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         sock.close()
         raise
     address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
-    app = create_app(state, TokenBook(settings.home, address.token))
+    publisher = SnapshotPublisher(state)
+    app = create_app(state, TokenBook(settings.home, address.token), publisher)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                                            timeout_graceful_shutdown=GRACEFUL_SECONDS))
     # uvicorn raises the stopping signal again once it has shut down: by then it has done its work, so the
@@ -63,11 +65,13 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     state.start()
     try:
+        publisher.start()
         record_address(settings.home, address)
         say(f"serving {settings.home} at {address.url} (from the {source}); OpenAPI at {address.url}/openapi.json")
         server.run(sockets=[sock])
     finally:
         forget_address(settings.home, address.pid)
+        publisher.stop()
         state.stop()
         sock.close()
         for sig, handler in previous.items():

@@ -21,7 +21,11 @@ from contextlib import AbstractContextManager, closing
 from pathlib import Path
 
 import duckdb
+import httpx
 
+from domain.errors import Unavailable
+from infra.http.address import live_address
+from infra.http.problems import error_from_problem
 from infra.settings import Settings
 from projections.projector import read_tracking
 from projections.rows import scalar
@@ -85,13 +89,23 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, home: Path, pause_writes: A
 
 
 def request_snapshot(settings: Settings) -> int | None:
-    """Ask a `toolcat serve` running on the settings' home to publish a snapshot now, and answer the
-    position it holds; None when no server runs there.
+    """Ask a `toolcat serve` running on the settings' home to publish a snapshot now (`POST /v1/snapshot`,
+    with the token it keeps for the home's own command line), and answer the position it holds; None when
+    no server runs there.
 
-    The hook through which commands that read whole files (`toolcat export`) get a fresh snapshot without
-    touching the file a server owns. The server wires it: it knows where a running server records its
-    address in the home. Until then no server is known."""
-    return None
+    How commands that read whole files (`toolcat export`) get a fresh snapshot without touching the file a
+    server owns."""
+    address = live_address(Path(settings.home))
+    if address is None:
+        return None
+    try:
+        answer = httpx.post(address.url + "/v1/snapshot", headers={"Authorization": f"Bearer {address.token}"},
+                            timeout=httpx.Timeout(600.0, connect=5.0))  # a large read model takes a while to copy
+    except httpx.HTTPError as error:
+        raise Unavailable(f"the server at {address.url} did not answer: {error}", server=address.url) from error
+    if answer.status_code >= 400:
+        raise error_from_problem(answer.status_code, answer.json() if answer.content else None)
+    return int(answer.json()["position"])
 
 
 def open_snapshot(home: Path, at_least: int) -> duckdb.DuckDBPyConnection | None:

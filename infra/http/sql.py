@@ -1,60 +1,84 @@
 """`POST /v1/sql`: a read-only query on the server's read model, answered in the format `Accept` asks for.
 
-The SQL surface itself (what is refused, the statement timeout, the row limit, the encodings) is the
-command line's; `_check` and `_answer` are the one place this endpoint calls it.
+The SQL surface is the command line's: `projections.user_sql.run_query` checks the statement, runs it under
+the statement timeout (TOOLCAT_SQL_TIMEOUT_SECONDS) and stops reading at the row limit
+(TOOLCAT_SQL_ROW_LIMIT); `projections.sql_encode.encode` writes JSON, CSV, an Arrow IPC stream or Parquet.
+The server's database is opened with the user-SQL sandbox (infra/http/state.py), so what the check lets
+through still cannot reach a file.
 """
 from __future__ import annotations
 
 from typing import Any, Literal
 
-import duckdb
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.errors import UsageError
 from infra.freshness import Freshness
 from infra.http import models
-from infra.http.answers import REPLY_MEDIA_TYPE, json_response, respond, run_command, server_of
+from infra.http.answers import REPLY_MEDIA_TYPE, respond, run_command, server_of
 from infra.http.auth import require
+from infra.http.problems import NotAcceptable
+from projections.sql_encode import JSON, MEDIA_TYPES, encode, row_limit, truncated
+from projections.user_sql import run_query
 
 router = APIRouter(tags=["sql"])
-JSON = "application/json"
-
-
-class SqlRefused(UsageError):
-    code = "sql_refused"
+# Answer headers: the row limit the query ran under, and whether it cut the answer short.
+ROW_LIMIT_HEADER, TRUNCATED_HEADER = "Toolcat-Row-Limit", "Toolcat-Truncated"
 
 
 class SqlQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(description="one read-only statement")
+    query: str = Field(description="one read-only query: SELECT, WITH, EXPLAIN, DESCRIBE, SHOW or SUMMARIZE")
     format: Literal["table", "json", "csv"] | None = Field(
         None, description=f"only with Accept: {REPLY_MEDIA_TYPE} (the command line's --format)")
 
 
-def _check(query: str) -> None:
-    """Refuse anything but reading (stands in for the SQL surface's own check until it is merged)."""
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error as error:
-        raise UsageError(f"the query failed: {error}", query=query) from error
-    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-        raise SqlRefused("only one read-only SELECT statement is answered", query=query)
+def media_type_of(accept: str | None) -> str:
+    """The answer's media type: the first of `accept`'s types (by quality, then order) that we write;
+    JSON for none, `*/*` or `application/*`."""
+    offered: list[tuple[float, int, str]] = []
+    for index, part in enumerate((accept or "").split(",")):
+        kind, *parameters = [piece.strip() for piece in part.split(";")]
+        quality = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if kind and quality > 0:
+            offered.append((-quality, index, kind.lower()))
+    if not offered:
+        return JSON
+    for _, _, kind in sorted(offered):
+        if kind in MEDIA_TYPES or kind == REPLY_MEDIA_TYPE:
+            return kind
+        if kind in ("*/*", "application/*"):
+            return JSON
+        if kind == "text/*":
+            return "text/csv"
+    raise NotAcceptable(f"POST /v1/sql answers {', '.join(MEDIA_TYPES)}; Accept asked for {accept}",
+                        accept=accept, media_types=list(MEDIA_TYPES))
 
 
-def _answer(con: duckdb.DuckDBPyConnection, query: str, media_type: str) -> Response:
-    try:
-        rows = con.sql(query).to_arrow_table().to_pylist()
-    except duckdb.Error as error:
-        raise UsageError(f"the query failed: {error}", query=query) from error
-    return json_response(rows, media_type=media_type)
+_ANSWERS = {200: {"content": {kind: {} for kind in MEDIA_TYPES},
+                  "description": f"the rows; {TRUNCATED_HEADER}: true when the row limit cut them short"},
+            400: models.PROBLEMS[400], 406: {"description": "Accept names no media type answered here"},
+            422: models.PROBLEMS[422]}
 
 
-@router.post("/v1/sql", responses={200: {"content": {JSON: {}}}, 400: models.PROBLEMS[400]})
+@router.post("/v1/sql", responses=_ANSWERS)
 def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> Response:
-    _check(body.query)
-    accept = request.headers.get("accept", JSON)
-    if REPLY_MEDIA_TYPE in accept:
+    media_type = media_type_of(request.headers.get("accept"))
+    if media_type == REPLY_MEDIA_TYPE:
         return respond(request, run_command(request, "sql", {"query": body.query, "format": body.format}))
-    with server_of(request).read_model(Freshness()) as con:
-        return _answer(con, body.query, JSON)
+    if body.format is not None:
+        raise UsageError("'format' is the command line's; over HTTP the Accept header chooses the format",
+                         format=body.format)
+    state = server_of(request)
+    with state.read_model(Freshness()) as con:
+        table = run_query(con, body.query, state.settings.sql_timeout_seconds, state.settings.sql_row_limit)
+    headers = {ROW_LIMIT_HEADER: str(row_limit(table)), TRUNCATED_HEADER: str(truncated(table)).lower()}
+    return Response(encode(table, media_type), media_type=media_type, headers=headers)

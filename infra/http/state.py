@@ -11,7 +11,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import duckdb
 
@@ -23,16 +23,18 @@ from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.projector import Tracking, read_tracking
 from projections.rows import scalar
+from projections.user_sql import sandbox_config
 
 log = logging.getLogger("toolcat.serve")
-AfterBatch = Callable[[int], None]
 
 
 class ServerState:
     def __init__(self, settings: Settings, source: str, metrics: ServerMetrics) -> None:
         self.settings, self.source, self.metrics = settings, source, metrics
         self.catalog: Catalog = open_catalog(settings)
-        self.con = open_read_model(settings)  # the owning connection; only the follower writes with it
+        # The owning connection; only the follower writes with it. Opened with the user-SQL sandbox: it
+        # answers `POST /v1/sql`, and DuckDB takes a connection's config only when it opens the file.
+        self.con = open_read_model(settings, config=sandbox_config())
         self._root = self.con.cursor()  # reader cursors are made from here, one at a time
         self._idle: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
         self._making = threading.Lock()
@@ -42,7 +44,6 @@ class ServerState:
         self.stopping = threading.Event()
         self.writes = threading.RLock()  # held by the follower while it applies a pass
         self.failure: str | None = None
-        self.after_batch: list[AfterBatch] = []  # run in the follower thread after each applied pass
         self.loop: asyncio.AbstractEventLoop | None = None
         self.batch_event: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -108,19 +109,6 @@ class ServerState:
         self.metrics.batch(applied, time.perf_counter() - started, tracking.position, recorded)
         if applied and self.loop is not None:
             self.loop.call_soon_threadsafe(self._wake_watchers)
-        for hook in self.after_batch if applied else ():
-            hook(tracking.position)
-
-    def every(self, seconds: float, action: Callable[[], None]) -> None:
-        """Run `action` in the follower thread after an applied batch, at most every `seconds` (the first
-        time after the first batch)."""
-        last = [float("-inf")]
-
-        def throttled(position: int) -> None:
-            if time.monotonic() - last[0] >= seconds:
-                last[0] = time.monotonic()
-                action()
-        self.after_batch.append(throttled)
 
     def _wake_watchers(self) -> None:
         """In the event loop: wake every watch stream waiting for a batch."""

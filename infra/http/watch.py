@@ -27,9 +27,12 @@ router = APIRouter(tags=["reads"])
 _RECHECK_SECONDS = 5.0
 
 
-def _set_at(request: Request, subject: str, position: int | None) -> tuple[int, list[dict[str, Any]]]:
-    """The subject's set now (None) or as of `position`; empty where the subject did not exist yet."""
-    values: dict[str, Any] = {"subject": subject, "min_position": 0}
+def _set_at(request: Request, subject: str, position: int | None, caught_up: bool = False
+            ) -> tuple[int, list[dict[str, Any]]]:
+    """The subject's set now (None) or as of `position`; empty where the subject did not exist yet.
+    `caught_up`: first wait until the read model holds every write the store holds (a stream opened
+    right after the write creating its subject must find it); later looks take what is applied."""
+    values: dict[str, Any] = {"subject": subject} if caught_up else {"subject": subject, "min_position": 0}
     if position is not None:
         values["at"] = position
     try:
@@ -57,7 +60,7 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
         raise UsageError("Last-Event-ID must be a position this stream sent", last_event_id=last_event_id)
     resumed = int(last_event_id) if last_event_id is not None else None
     # Unknown subjects are refused before the stream starts.
-    position, current = await run_in_threadpool(_set_at, request, subject, None)
+    position, current = await run_in_threadpool(_set_at, request, subject, None, True)
     before: list[dict[str, Any]] = [] if resumed is None else (
         await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[1]
 

@@ -132,10 +132,10 @@ def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnecti
     return HTMLResponse(_TEMPLATES.get_template(template).render(style=_STYLE, **context))
 
 
-def web_router(reader: Reader) -> APIRouter:
+def web_router(reader: Reader, *dependencies: Any) -> APIRouter:
     """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
-    each page closes when done."""
-    router = APIRouter(include_in_schema=False)
+    each page closes when done. `dependencies` run before every page (the server's: the `read` scope)."""
+    router = APIRouter(include_in_schema=False, dependencies=list(dependencies))
 
     @router.get("/", response_class=HTMLResponse)
     def catalog_page() -> HTMLResponse:

@@ -5,12 +5,18 @@ deprecation headers, 410, min_position, limits) hold.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from contextlib import closing
 from typing import Any
 
+import duckdb
 import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from infra.cli import run
@@ -18,9 +24,11 @@ from infra.http.answers import REPLY_MEDIA_TYPE
 from infra.http.commands import READ_ROUTES, commands_of
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
-from tests.support import SCRIPT, run_in_process, toolcat_environ
+from projections.projector import read_tracking
+from tests.support import SCRIPT, ok, run_in_process, toolcat_environ, toolcat_in_process
 
 DEPRECATED, RETIRED = "mcp.memory.write", "mcp.memory.search"
+SQL_TIMEOUT = 3
 # The read commands every endpoint is checked against: argv → (path, query).
 READS = {
     ("tool", "list", "--limit", "3"): ("/v1/tools", {"limit": 3}),
@@ -60,7 +68,7 @@ def keys(story: tuple[Path, Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def served(story: tuple[Path, Any], keys: dict[str, str]) -> Iterator[Served]:
-    with serving(story[0]) as server:
+    with serving(story[0], env={"TOOLCAT_SQL_TIMEOUT_SECONDS": str(SQL_TIMEOUT)}) as server:
         yield server
 
 
@@ -238,9 +246,91 @@ def test_tokens_and_scopes_decide_who_may_do_what(served: Served, keys: dict[str
 def test_sql_answers_rows_and_refuses_anything_but_reading(admin: httpx.Client) -> None:
     rows = admin.post("/v1/sql", json={"query": "SELECT count(*) AS n FROM tools"})
     assert rows.status_code == 200 and rows.json()[0]["n"] > 8
-    problem(admin.post("/v1/sql", json={"query": "DROP TABLE events"}), 400, "sql_refused")
-    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM no_such_table"}), 400, "usage")
+    assert rows.headers["toolcat-truncated"] == "false"
+    problem(admin.post("/v1/sql", json={"query": "DROP TABLE events"}), 422, "sql_refused")
+    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM read_csv('/etc/passwd')"}), 422, "sql_refused")
+    problem(admin.post("/v1/sql", json={"query": "SELECT * FROM no_such_table"}), 400, "sql_error")
     assert admin.post("/v1/sql", json={"query": "SELECT 1 AS one"}).json() == [{"one": 1}]
+
+
+QUERY = {"query": "SELECT tool_key, canonical_id, input_schema FROM tools ORDER BY canonical_id"}
+
+
+def test_sql_answers_csv_arrow_or_parquet_as_accept_asks(admin: httpx.Client) -> None:
+    # Given the rows as JSON
+    expected = admin.post("/v1/sql", json=QUERY).json()
+    ids = [row["canonical_id"] for row in expected]
+    # When the same query asks for CSV, an Arrow IPC stream and Parquet
+    answers = {kind: admin.post("/v1/sql", json=QUERY, headers={"Accept": kind})
+               for kind in ("text/csv", "application/vnd.apache.arrow.stream", "application/vnd.apache.parquet")}
+    # Then each is that media type holding the same rows
+    for kind, answer in answers.items():
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith(kind), (kind, answer.text)
+    assert [row["canonical_id"] for row in csv.DictReader(io.StringIO(answers["text/csv"].text))] == ids
+    streamed = pa.ipc.open_stream(answers["application/vnd.apache.arrow.stream"].content).read_all()
+    assert streamed.column("canonical_id").to_pylist() == ids
+    parquet = pq.read_table(io.BytesIO(answers["application/vnd.apache.parquet"].content))
+    assert parquet.column("canonical_id").to_pylist() == ids
+    # And a weighted Accept picks the type it prefers; one we do not write is refused with 406
+    weighted = admin.post("/v1/sql", json=QUERY, headers={"Accept": "application/xml;q=0.9, text/csv"})
+    assert weighted.headers["content-type"].startswith("text/csv")
+    problem(admin.post("/v1/sql", json=QUERY, headers={"Accept": "application/xml"}), 406, "not_acceptable")
+
+
+def test_sql_stops_at_the_row_limit_and_says_so(admin: httpx.Client) -> None:
+    # When a query matches more rows than the limit (TOOLCAT_SQL_ROW_LIMIT, 100,000 by default)
+    answer = admin.post("/v1/sql", json={"query": "SELECT range AS n FROM range(250000)"},
+                        headers={"Accept": "application/vnd.apache.arrow.stream"})
+    # Then the answer holds the first 100,000 and its headers say it was cut short
+    assert answer.headers["toolcat-row-limit"] == "100000" and answer.headers["toolcat-truncated"] == "true"
+    assert pa.ipc.open_stream(answer.content).read_all().num_rows == 100_000
+
+
+def test_sql_stops_a_query_running_past_the_statement_timeout(admin: httpx.Client) -> None:
+    # Given the server's statement timeout (TOOLCAT_SQL_TIMEOUT_SECONDS, SQL_TIMEOUT here)
+    endless = "SELECT sum(a.range * b.range) FROM range(1000000000) a, range(1000000000) b"
+    # When a query would run for hours, it is stopped and answered as a rule refusal
+    body = problem(admin.post("/v1/sql", json={"query": endless}), 422, "sql_timeout")
+    assert body["details"]["timeout_seconds"] == SQL_TIMEOUT
+    # And the server still answers the next query
+    assert admin.post("/v1/sql", json={"query": "SELECT 1 AS one"}).json() == [{"one": 1}]
+
+
+def test_snapshot_duckdb_is_published_for_outside_duckdb_clients(served: Served, admin: httpx.Client) -> None:
+    # Given a write the server has applied
+    written = write(admin, "/v1/unit/create", {"unit": "snapshotted"})
+    # When a client asks for a snapshot
+    published = admin.post("/v1/snapshot").json()
+    # Then snapshot.duckdb in the home holds that write, and a DuckDB client opens it read-only beside the server
+    assert published == {"position": published["position"], "path": str(served.home / "snapshot.duckdb")}
+    assert published["position"] >= written["position"]
+    with closing(duckdb.connect(published["path"], read_only=True)) as con:
+        assert read_tracking(con).position == published["position"]
+        assert con.execute("SELECT count(*) FROM events").fetchone()[0] == published["position"]
+    # And the metrics say what the snapshot lags behind
+    assert "toolcat_snapshot_lag_events" in admin.get("/metrics").text
+
+
+def test_export_through_a_server_reads_a_snapshot_it_asks_for(served: Served, admin: httpx.Client,
+                                                               tmp_path: Path) -> None:
+    # Given a write newer than any snapshot
+    written = write(admin, "/v1/unit/create", {"unit": "exported"})
+    # When `toolcat export` runs on the served home
+    with toolcat_environ("exporter"):
+        exported = toolcat_in_process(served.home, "export", "--format", "parquet", str(tmp_path / "out"), "--json")
+    # Then the server published a snapshot holding the write, and the export read it
+    document = ok(exported)
+    assert (document["source"], document["position"]) == ("snapshot", written["position"])
+    assert (tmp_path / "out" / "events.parquet").exists() and (tmp_path / "out" / "schema.sql").exists()
+
+
+def test_the_web_page_is_served_at_the_root(admin: httpx.Client, served: Served) -> None:
+    page = admin.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert DEPRECATED in page.text and "agent:triage" in page.text
+    assert admin.get("/subjects/agent:triage").status_code == 200
+    with served.client() as anonymous_with_tokens_configured:
+        assert anonymous_with_tokens_configured.get("/").status_code == 401
 
 
 def test_the_audit_report_is_html_or_json(admin: httpx.Client) -> None:
@@ -323,10 +413,10 @@ class Stream:
         raise AssertionError("the stream ended")
 
 
-def grant_plugin_tool(admin: httpx.Client, tool_id: str) -> int:
+def grant_plugin_tool(admin: httpx.Client, tool_id: str, subject: str = "agent:triage") -> int:
     write(admin, "/v1/tool/register", {"id": tool_id, "source": "plugin", "plugin": "acme", "group": "extension",
                                        "tier": "advanced", "visibility": "public"})
-    return write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": tool_id})["position"]
+    return write(admin, "/v1/grant/add", {"subject": subject, "target": tool_id})["position"]
 
 
 def changed(changes: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -362,6 +452,20 @@ def test_watch_resumes_after_a_dropped_connection_missing_nothing_and_repeating_
         assert (position, changed(changes)) == (last, [("removed", "acme.watch-two")])
     problem(admin.get("/v1/subjects/agent:nobody/watch"), 404, "unknown_subject")
     problem(admin.get(path, headers={"Last-Event-ID": "yesterday"}), 400, "usage")
+
+
+def test_a_watch_opened_right_after_its_subject_was_created_finds_it(served: Served, keys: dict[str, str],
+                                                                      admin: httpx.Client) -> None:
+    # Given a unit whose creation was just answered
+    write(admin, "/v1/unit/create", {"unit": "watched-at-once"})
+    # When a client opens its watch stream at once, the stream starts (it waits for the write to apply)
+    with served.client(keys["reader"]) as watcher, \
+            watcher.stream("GET", "/v1/subjects/unit:watched-at-once/watch") as response:
+        assert response.status_code == 200
+        granted = grant_plugin_tool(admin, "acme.watch-at-once", "unit:watched-at-once")
+        # And its first change is that grant
+        position, changes = Stream(response).next()
+        assert (position, changed(changes)) == (granted, [("added", "acme.watch-at-once")])
 
 
 # -- the command line on a served home ---------------------------------------------------------------

@@ -1,16 +1,21 @@
 """The server's owner of the read model, in process: its follower applies what is written to the store,
-a reader's lease is one snapshot however the writer moves on, writes can be paused, and hooks run after
-batches at most as often as asked."""
+a reader's lease is one snapshot however the writer moves on, writes can be paused, and snapshot.duckdb is
+published at start and again after later batches."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import closing
 
+import duckdb
 import pytest
 
 from domain.base import Meta
 from domain.errors import Unavailable
 from infra.freshness import Freshness
 from infra.http.metrics import ServerMetrics
+from infra.http.snapshot import snapshot_path
+from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.settings import Settings
 from infra.wiring import open_catalog
@@ -43,15 +48,38 @@ def test_a_lease_is_one_snapshot_while_the_follower_applies_more(state: ServerSt
             assert read_tracking(after).position == written
 
 
-def test_paused_writes_hold_the_follower_and_hooks_run_after_batches(state: ServerState) -> None:
-    seen: list[int] = []
-    state.every(0, lambda: seen.append(state.position))
+def test_paused_writes_hold_the_follower(state: ServerState) -> None:
     with state.pause_writes():
         written = state.catalog.create_unit("paused", None, META).position
         with pytest.raises(Unavailable):
             state.wait_for(written, 0.5)
     state.wait_for(written, 30)
-    assert state.position >= written and seen and seen[-1] >= written
+    assert state.position >= written
     with pytest.raises(Unavailable):
         with state.read_model(Freshness(min_position=written + 100, timeout=0.2)):
             pass
+
+
+def test_snapshots_are_published_at_start_and_after_later_batches(state: ServerState) -> None:
+    # Given a publisher publishing every 0.05 s while batches are applied
+    state.settings = state.settings.model_copy(update={"snapshot_seconds": 0.05})
+    publisher = SnapshotPublisher(state)
+    publisher.start()
+    try:
+        # Then the snapshot holds the read model as it was at start
+        started = state.position
+        assert publisher.position == started == _snapshot_position(state)
+        # When a write is applied, a later snapshot holds it without anyone asking
+        written = state.catalog.create_unit("published", None, META).position
+        state.wait_for(written, 30)
+        deadline = time.monotonic() + 60
+        while (publisher.position or 0) < written and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert publisher.position == written == _snapshot_position(state)
+    finally:
+        publisher.stop()
+
+
+def _snapshot_position(state: ServerState) -> int:
+    with closing(duckdb.connect(str(snapshot_path(state.settings.home)), read_only=True)) as con:
+        return read_tracking(con).position
