@@ -1,5 +1,5 @@
 """Class labels and route rules (ADR-027) as stories, on the in-memory store: seed 004's example —
-`read_document` is source:sensitive, `search_web` (alias `web_search`, the seed's literal name) is
+`get_document` is source:sensitive, `find_web` (alias `web_search`, the seed's literal name) is
 sink:network — and the pure decision that gives allow or deny with its evidence."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from domain.route_errors import DuplicateRouteRule, UnknownRouteRule
 from domain.routing import RouteRule, ToolFacts, decide
 from tests.unit.conftest import META, new_catalog, rejected, spec, types
 
-READ = ToolFacts(tool_key="k-read", canonical_id="read_document", classes=["source:local", "source:sensitive"])
-SEARCH = ToolFacts(tool_key="k-search", canonical_id="search_web", classes=["sink:network"])
-SEARCH_ALT = ToolFacts(tool_key="k-alt", canonical_id="search_web_alt", classes=["sink:network", "sink:external"])
+READ = ToolFacts(tool_key="k-read", canonical_id="get_document", classes=["source:local", "source:sensitive"])
+SEARCH = ToolFacts(tool_key="k-search", canonical_id="find_web", classes=["sink:network"])
+SEARCH_ALT = ToolFacts(tool_key="k-alt", canonical_id="find_web_alt", classes=["sink:network", "sink:external"])
 NO_SINK = RouteRule(rule_id="no_sink_after_sensitive_source", deny_any_class=["sink:network", "sink:external"],
                     after_any_class=["source:sensitive"])
 
@@ -23,9 +23,9 @@ NO_SINK = RouteRule(rule_id="no_sink_after_sensitive_source", deny_any_class=["s
 def catalog() -> Catalog:
     app = new_catalog()
     app.init(preset("verb-noun"), META)
-    app.register_tool("read_document", spec(classes=["source:local", "source:sensitive"]), META)
-    app.register_tool("search_web", spec(), META)
-    app.add_alias("search_web", "web_search", False, META)
+    app.register_tool("get_document", spec(classes=["source:local", "source:sensitive"]), META)
+    app.register_tool("find_web", spec(), META)
+    app.add_alias("find_web", "web_search", False, META)
     app.create_unit("eng", None, META)
     app.create_agent("scout", "eng", "stateful", META)
     return app
@@ -40,13 +40,13 @@ def test_when_a_tool_is_classified_then_one_event_records_its_ordered_labels(cat
     assert types(result) == ["Tool.Classified"]
     assert catalog.history(after=result.position - 1, limit=1)[0].state["classes"] == ["sink:network",
                                                                                       "sink:external"]
-    assert catalog.canonical_tool("search_web").spec.classes == ["sink:network", "sink:external"]
+    assert catalog.canonical_tool("find_web").spec.classes == ["sink:network", "sink:external"]
 
 
 def test_when_the_classes_are_unchanged_then_nothing_is_written(catalog: Catalog) -> None:
-    catalog.classify_tool("search_web", ["sink:network"], META)
+    catalog.classify_tool("find_web", ["sink:network"], META)
 
-    assert catalog.classify_tool("search_web", ["sink:network"], META).events == []
+    assert catalog.classify_tool("find_web", ["sink:network"], META).events == []
 
 
 @pytest.mark.parametrize(("classes", "error", "code"), [
@@ -57,7 +57,7 @@ def test_when_the_classes_are_unchanged_then_nothing_is_written(catalog: Catalog
 def test_given_a_bad_class_list_when_classifying_then_rejected_and_nothing_written(
         catalog: Catalog, classes: list[str], error: type, code: str) -> None:
     with rejected(catalog, error, code):
-        catalog.classify_tool("search_web", classes, META)
+        catalog.classify_tool("find_web", classes, META)
 
 
 def test_given_an_unknown_tool_when_classifying_then_unknown_tool(catalog: Catalog) -> None:
@@ -80,12 +80,12 @@ def test_a_name_rule_is_stored_by_the_canonical_tool_even_when_written_with_an_a
     result = catalog.add_route_rule({"rule_id": "no_web", "deny_tool": "web_search"}, META)
 
     rule = catalog.history(after=result.position - 1, limit=1)[0].state["rule"]
-    assert rule["deny_tool"] == "search_web"
-    assert rule["deny_tool_key"] == str(catalog.canonical_tool("search_web").id)
+    assert rule["deny_tool"] == "find_web"
+    assert rule["deny_tool_key"] == str(catalog.canonical_tool("find_web").id)
 
 
 @pytest.mark.parametrize(("rule", "error", "code"), [
-    ({"rule_id": "no_sink_after_sensitive_source", "deny_tool": "search_web"}, DuplicateRouteRule,
+    ({"rule_id": "no_sink_after_sensitive_source", "deny_tool": "find_web"}, DuplicateRouteRule,
      "duplicate_route_rule"),
     ({"rule_id": "r2", "deny_tool": "fetch_page"}, UnknownTool, "unknown_tool"),
     ({"rule_id": "r4", "after_any_class": ["source:sensitive"]}, UsageError, "usage"),
@@ -105,16 +105,16 @@ def test_given_no_such_rule_when_removed_then_unknown_route_rule(catalog: Catalo
 
 
 def test_given_a_retired_alias_when_named_in_a_rule_then_retired_alias(catalog: Catalog) -> None:
-    catalog.rename_tool("read_document", "read_file", META)
+    catalog.rename_tool("get_document", "get_file", META)
     catalog.publish_release("1.0.0", META)
     for milestone in ("canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission"):
-        catalog.record_milestone("read_document", milestone, "1.0.0", None, META)
-    catalog.record_step("read_document", 1, "confirmed", META)
-    catalog.record_step("read_document", 2, "confirmed", META)
+        catalog.record_milestone("get_document", milestone, "1.0.0", None, META)
+    catalog.record_step("get_document", 1, "confirmed", META)
+    catalog.record_step("get_document", 2, "confirmed", META)
     catalog.publish_release("1.1.0", META)
-    catalog.retire_alias("read_document", "1.1.0", META)
+    catalog.retire_alias("get_document", "1.1.0", META)
     with rejected(catalog, RetiredAlias, "retired_alias"):
-        catalog.add_route_rule({"rule_id": "r", "deny_tool": "read_document"}, META)
+        catalog.add_route_rule({"rule_id": "r", "deny_tool": "get_document"}, META)
 
 
 # --- the decision ---------------------------------------------------------------------------------------
@@ -123,10 +123,10 @@ def test_given_a_retired_alias_when_named_in_a_rule_then_retired_alias(catalog: 
 def test_given_a_sensitive_read_when_a_network_sink_is_called_then_denied_with_full_evidence() -> None:
     decision = decide(SEARCH, [READ], [NO_SINK], {"agent:scout"})
 
-    assert decision == {"decision": "deny", "matched_tool_name": "search_web",
+    assert decision == {"decision": "deny", "matched_tool_name": "find_web",
                         "matched_tool_classes": ["sink:network"],
                         "matched_route_rule_id": "no_sink_after_sensitive_source",
-                        "reason_code": "denied_by_class_rule", "after_tool_name": "read_document"}
+                        "reason_code": "denied_by_class_rule", "after_tool_name": "get_document"}
 
 
 def test_given_no_sensitive_read_when_a_sink_is_called_then_allowed_and_the_classes_still_shown() -> None:
