@@ -54,7 +54,10 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
 
 
 def cmd_plan(ctx: Context) -> Reply:
-    document = proposals.plan(ctx, read_manifest(ctx.args.manifest), ctx.meta())
+    manifest = read_manifest(ctx.args.manifest)
+    if ctx.backend is None:  # a plan reads the read model: beside a server that owns it, the server plans
+        ctx.refuse_if_served("plan here, or send the manifest to its POST /v1/proposal/make")
+    document = proposals.plan(ctx, manifest, ctx.meta())
     return Reply(document, plan_blocks(document))
 
 
