@@ -30,8 +30,9 @@ def register(commands: Commands) -> None:
 
 
 def plan_blocks(document: dict[str, Any]) -> list[Block]:
-    blocks: list[Block] = [f"Proposal {document['proposal_id']} (planned against position "
-                           f"{document['base_position']}): {len(document['commands'])} command(s)"]
+    held = f"Proposal {document['proposal_id']}" if document["proposal_id"] else "A plan (not held: it breaks rules)"
+    blocks: list[Block] = [f"{held} (planned against position {document['base_position']}): "
+                           f"{len(document['commands'])} command(s)"]
     if document["commands"]:
         blocks.append(Table("commands", ["risk", "command"],
                             [[c["risk"], c["command"]] for c in document["commands"]]))
@@ -58,7 +59,7 @@ def cmd_plan(ctx: Context) -> Reply:
     if ctx.backend is None:  # a plan reads the read model: beside a server that owns it, the server plans
         ctx.refuse_if_served("plan here, or send the manifest to its POST /v1/proposal/make")
     document = proposals.plan(ctx, manifest, ctx.meta())
-    return Reply(document, plan_blocks(document))
+    return Reply(document, plan_blocks(document), exit_code=3 if document["violations"] else 0)
 
 
 def cmd_apply(ctx: Context) -> Reply:
