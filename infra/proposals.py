@@ -86,7 +86,8 @@ def plan(ctx: Context, manifest: Manifest, meta: Meta) -> dict[str, Any]:
         planned_events = ctx.catalog.pending_history(batch, after=base)
     effects = predicted_effects(con, planned_events)
     proposal_id, position = None, None
-    if not violations:  # a plan that breaks a rule is answered, never held: a rejection writes nothing
+    # A plan that breaks a rule is answered, never held (a rejection writes nothing); nor is an empty one.
+    if diff.commands and not violations:
         proposal_id = f"p-{uuid.uuid4().hex[:12]}"
         position = ctx.catalog.make_proposal(proposal_id, base, [c.model_dump() for c in diff.commands],
                                              meta).position
