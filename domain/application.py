@@ -49,6 +49,11 @@ class WriteResult(BaseModel):
     replayed_key: str | None = None
 
 
+def _written(recordings: list[Any]) -> WriteResult:
+    events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
+    return WriteResult(position=max((e.position for e in events), default=None), events=events)
+
+
 class Batch:
     """The aggregates one command changes, saved together atomically."""
 
@@ -152,8 +157,7 @@ class CatalogApplication(Application[uuid.UUID]):
                 return WriteResult(position=None, events=[], replayed_key=key)
             raise Conflict("another writer changed the catalog at the same time; nothing was written, "
                            "run the command again", command=command) from error
-        events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
-        return WriteResult(position=max((e.position for e in events), default=None), events=events)
+        return _written(recordings)
 
     # -- several commands as one atomic write ---------------------------------------------------
     _compound = threading.local()
@@ -186,8 +190,7 @@ class CatalogApplication(Application[uuid.UUID]):
         except RecordConflictError as error:
             raise Conflict("another writer changed the catalog at the same time; nothing was written, "
                            "plan again") from error
-        events = [EventRef(position=r.notification.id, type=r.notification.topic) for r in recordings]
-        return WriteResult(position=max((e.position for e in events), default=None), events=events)
+        return _written(recordings)
 
     def already_done(self, key: str, digest: str) -> bool:
         """Whether this very command already ran under `key`; the key used for another one is a conflict."""

@@ -96,6 +96,15 @@ class Manifest(Strict):
     units: dict[str, Unit] = Field(default_factory=dict)
     agents: dict[str, Agent] = Field(default_factory=dict)
 
+    def with_implied_tools(self) -> Manifest:
+        """Connector and image tools the `tools` section leaves out, added as their commands register them
+        (source connector or image, extension, advanced, public): a manifest may name them only once."""
+        implied = {tool_id: "connector" for c in self.connectors.values() for tool_id in c.tools}
+        implied |= {tool_id: "image" for a in self.agents.values() if a.image for tool_id in a.image.tools}
+        missing = {tool_id: Tool(source=source, group="extension", tier="advanced", visibility="public")
+                   for tool_id, source in implied.items() if tool_id not in self.tools}
+        return self.model_copy(update={"tools": self.tools | missing}) if missing else self
+
     def normalised(self) -> Manifest:
         """The same catalog with the lists whose order means nothing (bindings, grants) sorted."""
         copy = self.model_copy(deep=True)

@@ -51,7 +51,7 @@ class Diff:
 
 def plan_commands(desired: Manifest, current: Manifest, fresh: bool) -> Diff:
     """`fresh`: the catalog holds no events yet (its policy is whatever the manifest says)."""
-    diff = Diff(desired, current)
+    diff = Diff(desired.with_implied_tools(), current)
     _policy(diff, fresh)
     _releases(diff)
     _tools(diff)

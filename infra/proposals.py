@@ -75,6 +75,7 @@ def run_planned(ctx: Context, commands: list[Planned], meta: Meta, stop_at_first
 
 
 def plan(ctx: Context, manifest: Manifest, meta: Meta) -> dict[str, Any]:
+    """The plan's document; held as a proposal (`proposal_id`) only when it breaks no rule."""
     con = ctx.read_model()
     base = read_tracking(con).position
     fresh = not scalar(con, "SELECT count(*) FROM naming_policy")
@@ -84,9 +85,13 @@ def plan(ctx: Context, manifest: Manifest, meta: Meta) -> dict[str, Any]:
         violations += run_planned(ctx, diff.commands, meta, stop_at_first=False)
         planned_events = ctx.catalog.pending_history(batch, after=base)
     effects = predicted_effects(con, planned_events)
-    proposal_id = f"p-{uuid.uuid4().hex[:12]}"
-    made = ctx.catalog.make_proposal(proposal_id, base, [c.model_dump() for c in diff.commands], meta)
-    return {"proposal_id": proposal_id, "base_position": base, "position": made.position,
+    proposal_id, position = None, None
+    # A plan that breaks a rule is answered, never held (a rejection writes nothing); nor is an empty one.
+    if diff.commands and not violations:
+        proposal_id = f"p-{uuid.uuid4().hex[:12]}"
+        position = ctx.catalog.make_proposal(proposal_id, base, [c.model_dump() for c in diff.commands],
+                                             meta).position
+    return {"proposal_id": proposal_id, "base_position": base, "position": position,
             "commands": [{"command": shown_command(c), "risk": c.risk} for c in diff.commands],
             "violations": violations, "effects": effects}
 

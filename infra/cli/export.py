@@ -67,7 +67,7 @@ def cmd_export(ctx: Context) -> Reply:
         return _export_manifest(ctx)
     target = ctx.args.output or ctx.args.directory
     if target is None:
-        raise UsageError("name the directory to export into: toolcat export --format parquet -o DIR")
+        raise UsageError("--format parquet writes a directory: name it (DIR, or -o DIR)")
     directory = Path(target)
     own = _fresh_snapshot(ctx)
     con = own or ctx.read_only_model()

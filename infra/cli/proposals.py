@@ -30,8 +30,12 @@ def register(commands: Commands) -> None:
 
 
 def plan_blocks(document: dict[str, Any]) -> list[Block]:
-    blocks: list[Block] = [f"Proposal {document['proposal_id']} (planned against position "
-                           f"{document['base_position']}): {len(document['commands'])} command(s)"]
+    if not document["commands"] and not document["violations"]:
+        return [f"Nothing to change at position {document['base_position']}: the catalog already matches the "
+                "manifest."]
+    held = f"Proposal {document['proposal_id']}" if document["proposal_id"] else "A plan (not held: it breaks rules)"
+    blocks: list[Block] = [f"{held} (planned against position {document['base_position']}): "
+                           f"{len(document['commands'])} command(s)"]
     if document["commands"]:
         blocks.append(Table("commands", ["risk", "command"],
                             [[c["risk"], c["command"]] for c in document["commands"]]))
@@ -44,9 +48,7 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
              for subject, e in document["effects"].items() for c in e["changes"]]
     if rows:
         blocks.append(Table("effective sets", ["subject", "tool", "change"], sorted(rows)))
-    if not document["commands"] and not document["violations"]:
-        blocks.append("Nothing to change: the catalog already matches the manifest.")
-    elif not document["violations"]:
+    if not document["violations"]:
         blocks.append(f"apply it with: toolcat apply {document['proposal_id']}"
                       + (" --confirm-destructive" if any(c["risk"].startswith("destructive")
                                                         for c in document["commands"]) else ""))
@@ -54,8 +56,11 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
 
 
 def cmd_plan(ctx: Context) -> Reply:
-    document = proposals.plan(ctx, read_manifest(ctx.args.manifest), ctx.meta())
-    return Reply(document, plan_blocks(document))
+    manifest = read_manifest(ctx.args.manifest)
+    if ctx.backend is None:  # a plan reads the read model: beside a server that owns it, the server plans
+        ctx.refuse_if_served("plan here, or send the manifest to its POST /v1/proposal/make")
+    document = proposals.plan(ctx, manifest, ctx.meta())
+    return Reply(document, plan_blocks(document), exit_code=3 if document["violations"] else 0)
 
 
 def cmd_apply(ctx: Context) -> Reply:

@@ -38,7 +38,7 @@ class ApplyBody(BaseModel):
 
 class PlanAnswer(BaseModel):
     """What `toolcat plan --json` answers."""
-    proposal_id: str
+    proposal_id: str | None  # None: the plan breaks rules and is not held
     base_position: int
     position: int | None
     commands: list[dict[str, str]]

@@ -147,12 +147,12 @@ def test_a_plan_reports_the_rules_it_would_break_with_the_commands_codes(cli: An
     def break_rules(data: dict[str, Any]) -> None:
         data["agents"]["helpdesk"]["grants"] = ["nosuch.tool"]      # unknown_tool
         data["tools"].pop("sv.tools.discover")                     # a tool is never removed
-    planned = ok(cli("plan", str(edited(SPRING_VOYAGE, tmp_path, break_rules))))
-    assert sorted(v["code"] for v in planned["violations"]) == ["unknown_tool", "unsupported_change"]
-    # applying it gives the command's own error and writes nothing
     head = head_of(cli)
-    refused = cli("apply", planned["proposal_id"])
-    assert (refused.code, error_of(refused)["code"]) == (3, "unknown_tool")
+    refused = cli("plan", str(edited(SPRING_VOYAGE, tmp_path, break_rules)))
+    # then the plan is answered with every rule it breaks, exit 3, and not held: nothing is written
+    assert refused.code == 3
+    assert sorted(v["code"] for v in refused.json["violations"]) == ["unknown_tool", "unsupported_change"]
+    assert refused.json["proposal_id"] is None and refused.json["commands"]
     assert head_of(cli) == head
 
 

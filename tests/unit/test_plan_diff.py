@@ -36,10 +36,11 @@ def test_an_empty_catalog_gets_its_policy_first_and_parents_before_children() ->
 
 
 def test_taking_something_away_is_destructive() -> None:
-    current = manifest(tools={"read": TOOL}, connectors={"gh": {"tools": ["gh.issue"]}},
+    tools = {"read": TOOL, "gh.issue": TOOL | {"source": "connector"}}
+    current = manifest(tools=tools, connectors={"gh": {"tools": ["gh.issue"]}},
                        units={"eng": {"connectors": ["gh"], "grants": ["read"]}},
                        agents={"triage": {"unit": "eng"}})
-    desired = manifest(tools={"read": TOOL}, connectors={"gh": {"tools": ["gh.issue"]}}, units={"eng": {}},
+    desired = manifest(tools=tools, connectors={"gh": {"tools": ["gh.issue"]}}, units={"eng": {}},
                        agents={"triage": {"unit": "eng", "allowlist": ["read"]}})
     assert argvs(desired, current) == [("connector unbind gh --unit eng", "destructive_delete"),
                                        ("grant revoke unit:eng read", "destructive_delete"),
@@ -73,3 +74,15 @@ def test_a_schema_travels_as_the_file_options_content() -> None:
     schema = {"type": "object", "properties": {"path": {"type": "string"}}}
     planned = plan_commands(manifest(tools={"read": TOOL | {"input_schema": schema}}), manifest(), fresh=False)
     assert planned.commands[0].inputs == {"--schema": schema}
+
+
+def test_connector_and_image_tools_left_out_of_the_tools_section_are_implied() -> None:
+    current = manifest(tools={"gh.issue": {"source": "connector", "group": "extension", "tier": "advanced",
+                                           "visibility": "public"}},
+                       connectors={"gh": {"tools": ["gh.issue"]}})
+    desired = manifest(connectors={"gh": {"tools": ["gh.issue"]}}, units={"eng": {}},
+                       agents={"triage": {"unit": "eng", "image": {"ref": "acme/triage:1", "tools": ["img.a"]}}})
+    assert argvs(desired, current) == [
+        ("tool register img.a --source image --group extension --tier advanced --visibility public", "safe_create"),
+        ("unit create eng", "safe_create"), ("agent create triage --unit eng", "safe_create"),
+        ("image declare triage --image acme/triage:1 --tool img.a", "safe_create")]
