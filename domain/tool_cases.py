@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
-from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, UnknownTool, UsageError
+from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, ShimId, UnknownTool, \
+    UsageError
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
 from domain.namespace import namespace_of, plugin_owner
@@ -41,6 +42,9 @@ class ToolUseCases(CatalogApplication):
             raise AliasConflict(f"'{tool_id}' is already the canonical ID of a tool and cannot be {as_what}",
                                 tool_id=tool_id, canonical_id=tool_id)
         lifecycle = owner.aliases[tool_id].lifecycle
+        if owner.aliases[tool_id].shim and as_what in ("a tool", "the new canonical ID"):
+            raise ShimId(f"'{tool_id}' is a legacy shim of '{owner.tool_id}', never a canonical ID",
+                         tool_id=tool_id, canonical_id=owner.tool_id)
         raise AliasConflict(
             f"'{tool_id}' is already {'a retired (reserved)' if lifecycle == 'retired' else 'an'} alias of "
             f"'{owner.tool_id}' and cannot be {as_what}",
@@ -107,6 +111,9 @@ class ToolUseCases(CatalogApplication):
 
     @staticmethod
     def _refuse_legacy(tool: Tool, new_id: str) -> None:
+        if tool.aliases[new_id].shim:
+            raise ShimId(f"'{new_id}' is a legacy shim of '{tool.tool_id}', never a canonical ID; keep "
+                         f"'{tool.tool_id}' or rename to a new ID", tool_id=new_id, canonical_id=tool.tool_id)
         lifecycle = tool.aliases[new_id].lifecycle
         if lifecycle in ("deprecated", "retired"):
             raise LegacyId(f"'{new_id}' is a {lifecycle} legacy ID of '{tool.tool_id}'; a legacy ID never becomes "

@@ -135,6 +135,19 @@ def test_rule_4_given_tyrum_when_renaming_to_a_shim_id_then_shim_id_with_a_paste
     assert "toolcat alias add bash tool.exec --shim" in info.value.message
 
 
+def test_rule_4_given_a_shim_recorded_by_alias_add_when_renaming_to_it_or_registering_it_then_shim_id():
+    # A policy without the seed's shim table: the shims the catalog recorded are never canonical either.
+    app = new_catalog()
+    app.init(preset("spring-voyage"), META)
+    app.register_tool("files.read", spec(), META)
+    app.add_alias("files.read", "legacy.read", True, META)
+
+    with rejected(app, ShimId, "shim_id"):
+        app.rename_tool("files.read", "legacy.read", META)
+    with rejected(app, ShimId, "shim_id"):
+        app.register_tool("legacy.read", spec(), META)
+
+
 # --- rule 5: window releases follow the canonical (000) -------------------------------------------------
 
 
@@ -293,6 +306,16 @@ def test_rule_11_given_filesystem_builtins_when_granting_tool_fs_star_then_each_
     result = app.add_grant("unit:eng", "tool.fs.*", META)
 
     assert types(result).count("Grants.Added") == 3
+
+
+def test_rule_11_given_tool_fs_star_granted_when_revoked_then_each_grant_it_made_is_revoked():
+    app = new_catalog()
+    for tool_id in ("read", "grep"):
+        app.register_tool(tool_id, spec(), META)
+    app.create_unit("eng", None, META)
+    app.add_grant("unit:eng", "tool.fs.*", META)
+
+    assert types(app.revoke_grant("unit:eng", "tool.fs.*", META)) == ["Grants.Revoked"] * 2
 
 
 def test_rule_11_when_granting_tool_star_then_invalid_pattern():
