@@ -71,12 +71,12 @@ class ToolUseCases(CatalogApplication):
             if new_id == old_id:
                 raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
             moved = self._moved_source(tool, source)
-            self._check_rename_target(batch, tool, old_id, new_id, moved or tool.spec.source)
             owner = self.owner_of(new_id)
             promoting_own_alias = owner is not None and owner.id == tool.id and new_id in tool.aliases
-            if promoting_own_alias:
+            if promoting_own_alias:  # a legacy or shim ID is refused whatever its shape
                 self._refuse_legacy(tool, new_id)
-            else:
+            self._check_rename_target(batch, tool, old_id, new_id, moved or tool.spec.source)
+            if not promoting_own_alias:
                 self._require_free(new_id, as_what="the new canonical ID")
             if namespace_of(new_id) != namespace_of(old_id):
                 self.enter_namespace(batch, new_id, plugin_owner(tool.spec))
@@ -103,8 +103,11 @@ class ToolUseCases(CatalogApplication):
         try:
             batch.policy.check_tool_id(new_id, source)
         except ReservedPrefix as error:
-            allowed = error.details["allowed_sources"]
-            hint = " or ".join(f"toolcat tool rename {old_id} {new_id} --source {s}" for s in allowed)
+            # Only a registration makes a plugin's tool, so the hint offers the other allowed sources.
+            movable = [s for s in error.details["allowed_sources"] if s != "plugin"]
+            if not movable:
+                raise
+            hint = " or ".join(f"toolcat tool rename {old_id} {new_id} --source {s}" for s in movable)
             raise ReservedPrefix(f"{error.message}; to move the tool into that family, give its new source: "
                                  f"{hint}", **error.details) from None
         batch.policy.check_verb(new_id, tool.spec.risk)
