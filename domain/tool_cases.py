@@ -108,8 +108,10 @@ class ToolUseCases(CatalogApplication):
             if not movable:
                 raise
             hint = " or ".join(f"toolcat tool rename {old_id} {new_id} --source {s}" for s in movable)
-            raise ReservedPrefix(f"{error.message}; to move the tool into that family, give its new source: "
-                                 f"{hint}", **error.details) from None
+            details = error.details
+            raise ReservedPrefix(f"{source} tools may not use the reserved prefix {details['prefix']!r} (reserved for "
+                                 f"{', '.join(details['allowed_sources'])}); to move the tool into that family, "
+                                 f"give it its new source: {hint}", **details) from None
         batch.policy.check_verb(new_id, tool.spec.risk)
 
     @staticmethod
