@@ -103,15 +103,16 @@ class ToolUseCases(CatalogApplication):
         try:
             batch.policy.check_tool_id(new_id, source)
         except ReservedPrefix as error:
-            # Only a registration makes a plugin's tool, so the hint offers the other allowed sources.
+            # Only a registration makes a plugin's tool; an MCP-backed tool stays MCP-backed where it may.
             movable = [s for s in error.details["allowed_sources"] if s != "plugin"]
             if not movable:
                 raise
-            hint = " or ".join(f"toolcat tool rename {old_id} {new_id} --source {s}" for s in movable)
+            move_to = "builtin_mcp" if source == "mcp" and "builtin_mcp" in movable else movable[0]
             details = error.details
             raise ReservedPrefix(f"{source} tools may not use the reserved prefix {details['prefix']!r} (reserved for "
-                                 f"{', '.join(details['allowed_sources'])}); to move the tool into that family, "
-                                 f"give it its new source: {hint}", **details) from None
+                                 f"{', '.join(details['allowed_sources'])}); moving the tool into that family changes its "
+                                 "source", **details, old_id=old_id,
+                                 move_to=move_to) from None
         batch.policy.check_verb(new_id, tool.spec.risk)
 
     @staticmethod
