@@ -127,10 +127,9 @@ class NamingPolicy(BaseModel):
     def _check_not_shim(self, tool_id: str) -> None:
         if tool_id in self.shim_ids or tool_id in self.pattern_shims:
             target = self.shim_ids.get(tool_id)
-            hint = (f"add it to its tool: toolcat alias add {target} {tool_id} --shim" if target else
-                    "it is an allowlist pattern, expanded where allowlists and grants are read")
-            raise ShimId(f"{tool_id!r} is a legacy shim of the {self.name} naming policy, never a canonical ID; "
-                         f"{hint}", tool_id=tool_id, canonical_id=target)
+            stands_for = f"an input for '{target}'" if target else "an allowlist pattern, expanded where read"
+            raise ShimId(f"{tool_id!r} is a legacy shim of the {self.name} naming policy ({stands_for}), never a "
+                         "canonical ID", tool_id=tool_id, shim_of=target)
 
     def _check_namespace_shape(self, tool_id: str) -> None:
         pattern = self.namespace_patterns.get(tool_id.split(".", 1)[0])
@@ -148,8 +147,9 @@ class NamingPolicy(BaseModel):
             raise InvalidId(f"tool name {tool_id!r} must start with a verb of the {self.name} vocabulary "
                             f"({', '.join(self.verbs)}), e.g. get_{tool_id}", tool_id=tool_id, verbs=list(self.verbs))
         if verb in self.write_verbs and risk in (None, "read_only"):
-            raise RiskRequired(f"{verb!r} is a write verb: register {tool_id!r} with --risk "
-                               f"{'|'.join(WRITE_RISKS)}", tool_id=tool_id, verb=verb, risks=list(WRITE_RISKS))
+            raise RiskRequired(f"{verb!r} is a write verb of the {self.name} policy: {tool_id!r} needs a write risk "
+                               f"tag ({', '.join(WRITE_RISKS)})", tool_id=tool_id, verb=verb,
+                               write_risks="|".join(WRITE_RISKS))
 
     def is_well_formed(self, tool_id: str) -> bool:
         """Whether `tool_id` has the shape of some tool ID or alias under this policy (any source)."""

@@ -166,7 +166,8 @@ class SubjectUseCases(CatalogApplication):
                 raise UsageError("an image declaration names the image reference", agent=name)
             # New tools in sv.* are the policy's reserved prefix; an existing platform tool stays the platform's.
             owner = f"image:{image_publisher(image)}"
-            declared = [self._tool_or_register(batch, tool_id, "image", owner, meta) for tool_id in dict.fromkeys(tools)]
+            declared = [self._tool_or_register(batch, tool_id, "image", owner, meta)
+                        for tool_id in dict.fromkeys(tools)]
             agent.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
             batch.add(agent)
         return self.execute("image.declare", {"agent": name, "image": image, "tools": tools}, meta, build)
@@ -210,19 +211,25 @@ class SubjectUseCases(CatalogApplication):
         args = {"subject": subject, "target": target, "effective_at": effective_at}
         return self.execute("grant.add", args, meta, build)
 
+    def _revoke_targets(self, batch: Batch, grants: SubjectGrants, target: str
+                        ) -> list[tuple[str, uuid.UUID | None]]:
+        """What a revoke names: the grants a shim pattern made (each tool it expands to that is granted),
+        else the entry itself, as stored (even from before the limits: a revoke is never refused for them)."""
+        expansion = batch.policy.expand_pattern_shim(target)
+        if expansion is not None and "*" not in expansion:
+            tools = [self.owner_of(t) for t in expansion]
+            held = [(t.tool_id, t.id) for t in tools if t is not None and str(t.id) in grants.targets]
+            if held:
+                return held
+        tool = None if is_pattern(target) else self.owner_of(target)
+        return [(target, tool.id if tool else None)]
+
     def revoke_grant(self, subject: str, target: str, meta: Meta, effective_at: str | None = None) -> WriteResult:
         def build(batch: Batch) -> None:
             self.subject(subject)
             grants = self.get_or_none(grants_key(subject), SubjectGrants) or SubjectGrants.open(subject, meta)
-            expansion = batch.policy.expand_pattern_shim(target)
-            if expansion is not None and "*" not in expansion:
-                held = [t for t in (self.owner_of(x) for x in expansion) if t is not None and str(t.id) in grants.targets]
-                for tool in held or [None]:
-                    grants.revoke(target if tool is None else tool.tool_id, tool.id if tool else None, meta,
-                                  parse_effective_at(effective_at))
-            else:
-                tool = None if is_pattern(target) else self.owner_of(target)
-                grants.revoke(target, tool.id if tool else None, meta, parse_effective_at(effective_at))
+            for revoked, tool_key in self._revoke_targets(batch, grants, target):
+                grants.revoke(revoked, tool_key, meta, parse_effective_at(effective_at))
             batch.add(grants)
         args = {"subject": subject, "target": target, "effective_at": effective_at}
         return self.execute("grant.revoke", args, meta, build)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
-from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, UnknownTool, UsageError
+from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, ShimId, UnknownTool, \
+    UsageError
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
 from domain.namespace import namespace_of, plugin_owner
@@ -42,6 +43,9 @@ class ToolUseCases(CatalogApplication):
             raise AliasConflict(f"'{tool_id}' is already the canonical ID of a tool and cannot be {as_what}",
                                 tool_id=tool_id, canonical_id=tool_id)
         lifecycle = owner.aliases[tool_id].lifecycle
+        if owner.aliases[tool_id].shim and as_what in ("a tool", "the new canonical ID"):
+            raise ShimId(f"'{tool_id}' is a legacy shim of '{owner.tool_id}', never a canonical ID",
+                         tool_id=tool_id, canonical_id=owner.tool_id)
         raise AliasConflict(
             f"'{tool_id}' is already {'a retired (reserved)' if lifecycle == 'retired' else 'an'} alias of "
             f"'{owner.tool_id}' and cannot be {as_what}",
@@ -69,13 +73,13 @@ class ToolUseCases(CatalogApplication):
             if new_id == old_id:
                 raise DuplicateTool(f"'{old_id}' is already the canonical ID of this tool", tool_id=old_id)
             moved = self._moved_source(tool, source)
-            self._check_rename_target(batch, tool, old_id, new_id, moved or tool.spec.source)
-            check_node_tool(new_id, tool.spec.group, tool.spec.visibility, batch.policy.name)
             owner = self.owner_of(new_id)
             promoting_own_alias = owner is not None and owner.id == tool.id and new_id in tool.aliases
-            if promoting_own_alias:
+            if promoting_own_alias:  # a legacy or shim ID is refused whatever its shape
                 self._refuse_legacy(tool, new_id)
-            else:
+            self._check_rename_target(batch, tool, old_id, new_id, moved or tool.spec.source)
+            check_node_tool(new_id, tool.spec.group, tool.spec.visibility, batch.policy.name)
+            if not promoting_own_alias:
                 self._require_free(new_id, as_what="the new canonical ID")
             if namespace_of(new_id) != namespace_of(old_id):
                 self.enter_namespace(batch, new_id, plugin_owner(tool.spec))
@@ -102,14 +106,23 @@ class ToolUseCases(CatalogApplication):
         try:
             batch.policy.check_tool_id(new_id, source)
         except ReservedPrefix as error:
-            allowed = error.details["allowed_sources"]
-            hint = " or ".join(f"toolcat tool rename {old_id} {new_id} --source {s}" for s in allowed)
-            raise ReservedPrefix(f"{error.message}; to move the tool into that family, give its new source: "
-                                 f"{hint}", **error.details) from None
+            # Only a registration makes a plugin's tool; an MCP-backed tool stays MCP-backed where it may.
+            movable = [s for s in error.details["allowed_sources"] if s != "plugin"]
+            if not movable:
+                raise
+            move_to = "builtin_mcp" if source == "mcp" and "builtin_mcp" in movable else movable[0]
+            details = error.details
+            raise ReservedPrefix(f"{source} tools may not use the reserved prefix {details['prefix']!r} (reserved for "
+                                 f"{', '.join(details['allowed_sources'])}); moving the tool into that family changes its "
+                                 "source", **details, old_id=old_id,
+                                 move_to=move_to) from None
         batch.policy.check_verb(new_id, tool.spec.risk)
 
     @staticmethod
     def _refuse_legacy(tool: Tool, new_id: str) -> None:
+        if tool.aliases[new_id].shim:
+            raise ShimId(f"'{new_id}' is a legacy shim of '{tool.tool_id}', never a canonical ID; keep "
+                         f"'{tool.tool_id}' or rename to a new ID", tool_id=new_id, canonical_id=tool.tool_id)
         lifecycle = tool.aliases[new_id].lifecycle
         if lifecycle in ("deprecated", "retired"):
             raise LegacyId(f"'{new_id}' is a {lifecycle} legacy ID of '{tool.tool_id}'; a legacy ID never becomes "

@@ -124,7 +124,7 @@ class Hint:
     no command or option; the command line adds how to act on them with its own commands."""
     code: str
     detail: str
-    text: str  # formatted with {value} (the detail) and {name} (the part after "kind:")
+    text: str  # formatted with {value} (the detail), {name} (the part after "kind:") and the other text details
     prefix: str = ""  # only when the detail starts with this
     writes_only: bool = False  # only when a write command failed
     marker: str = ""  # a message holding this already gives the hint (default: the hint's own text)
@@ -135,7 +135,8 @@ class Hint:
             return None
         if self.writes_only and kind != "write":
             return None
-        text = self.text.format(value=value, name=value.partition(":")[2])
+        texts = {k: v for k, v in error.details.items() if isinstance(v, str)}
+        text = self.text.format(**texts, value=value, name=value.partition(":")[2])
         return None if (self.marker or text) in error.message else text
 
 
@@ -145,6 +146,10 @@ HINTS = (
          writes_only=True),
     Hint("unknown_release", "release", "publish it first with 'toolcat release publish {value}'"),
     Hint("usage", "effective_at", "check --effective-at", marker="--effective-at"),
+    # The seed rules (README "Naming, ownership and window rules"): the command that does it the allowed way.
+    Hint("reserved_prefix", "move_to", "rename it with 'toolcat tool rename {old_id} {tool_id} --source {move_to}'"),
+    Hint("shim_id", "shim_of", "record it as a shim with 'toolcat alias add {shim_of} {tool_id} --shim'"),
+    Hint("risk_required", "tool_id", "register it with --risk and one of {write_risks}"),
 )
 
 

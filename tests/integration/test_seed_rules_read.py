@@ -123,3 +123,20 @@ def test_rule_10_a_runtime_only_helper_in_a_granted_namespace_never_enters_the_s
 
     assert [t["tool_id"] for t in read("effective", "agent:triage")["tools"]] == ["acme.ticket.open"]
     assert read("explain", "agent:triage", "acme.ticket.bridge")["visible"] is False
+
+
+@pytest.mark.parametrize(("command", "hint"), [
+    (["tool", "rename", "mcp.memory.seed", "memory.seed"],
+     "toolcat tool rename mcp.memory.seed memory.seed --source builtin_mcp"),
+    (["tool", "register", "tool.exec", "--source", "builtin", "--group", "core", *TOOL],
+     "toolcat alias add bash tool.exec --shim"),
+])
+def test_rules_4_and_7_the_refusal_hints_the_command_that_works_and_it_does(home: Path, command: list[str],
+                                                                          hint: str) -> None:
+    run_in_process(home, [["tool", "register", "mcp.memory.seed", *MEMORY],
+                          ["tool", "register", "bash", "--source", "builtin", "--group", "core", *TOOL]])
+    with toolcat_environ("tester"):
+        refused = toolcat_in_process(home, *command, "--json")
+        assert refused.code == 3 and f"'{hint}'" in refused.error["message"], refused.stderr
+        pasted = toolcat_in_process(home, *hint.split()[1:], "--json")
+    assert pasted.code == 0, pasted.stderr

@@ -127,12 +127,25 @@ def test_rule_4_given_tyrum_when_registering_a_shim_id_then_shim_id(tyrum, shim)
         tyrum.register_tool(shim, spec(), META)
 
 
-def test_rule_4_given_tyrum_when_renaming_to_a_shim_id_then_shim_id_with_a_pasteable_hint(tyrum):
+def test_rule_4_given_tyrum_when_renaming_to_a_shim_id_then_shim_id_naming_what_it_stands_for(tyrum):
     tyrum.register_tool("tool.exec.run", spec(), META)
 
     with rejected(tyrum, ShimId, "shim_id") as info:
         tyrum.rename_tool("tool.exec.run", "tool.exec", META)
-    assert "toolcat alias add bash tool.exec --shim" in info.value.message
+    assert info.value.details == {"tool_id": "tool.exec", "shim_of": "bash"}  # the CLI's hint names both
+
+
+def test_rule_4_given_a_shim_recorded_by_alias_add_when_renaming_to_it_or_registering_it_then_shim_id():
+    # A policy without the seed's shim table: the shims the catalog recorded are never canonical either.
+    app = new_catalog()
+    app.init(preset("spring-voyage"), META)
+    app.register_tool("files.read", spec(), META)
+    app.add_alias("files.read", "legacy.read", True, META)
+
+    with rejected(app, ShimId, "shim_id"):
+        app.rename_tool("files.read", "legacy.read", META)
+    with rejected(app, ShimId, "shim_id"):
+        app.register_tool("legacy.read", spec(), META)
 
 
 # --- rule 5: window releases follow the canonical (000) -------------------------------------------------
@@ -179,14 +192,15 @@ def test_rule_5_earliest_removal_is_after_the_release_that_introduced_the_canoni
 # --- rule 7: moving into a platform family changes the provenance (000) ---------------------------------
 
 
-def test_rule_7_given_raw_mcp_tool_when_renamed_into_memory_without_source_then_reserved_prefix_with_hint():
+def test_rule_7_given_raw_mcp_tool_when_renamed_into_memory_without_source_then_reserved_prefix():
     app = new_catalog()
     app.register_tool("mcp.memory.seed", spec(source="mcp", group="memory"), META)
 
     with rejected(app, ReservedPrefix, "reserved_prefix") as info:
         app.rename_tool("mcp.memory.seed", "memory.seed", META)
-    assert "toolcat tool rename mcp.memory.seed memory.seed --source builtin_mcp" in info.value.message
     assert info.value.details["allowed_sources"] == ["builtin", "builtin_mcp"]
+    # what the CLI's hint pastes: toolcat tool rename mcp.memory.seed memory.seed --source builtin_mcp
+    assert (info.value.details["old_id"], info.value.details["move_to"]) == ("mcp.memory.seed", "builtin_mcp")
 
 
 def test_rule_7_when_renamed_with_source_then_the_event_records_the_new_source_and_family():
@@ -293,6 +307,16 @@ def test_rule_11_given_filesystem_builtins_when_granting_tool_fs_star_then_each_
     result = app.add_grant("unit:eng", "tool.fs.*", META)
 
     assert types(result).count("Grants.Added") == 3
+
+
+def test_rule_11_given_tool_fs_star_granted_when_revoked_then_each_grant_it_made_is_revoked():
+    app = new_catalog()
+    for tool_id in ("read", "grep"):
+        app.register_tool(tool_id, spec(), META)
+    app.create_unit("eng", None, META)
+    app.add_grant("unit:eng", "tool.fs.*", META)
+
+    assert types(app.revoke_grant("unit:eng", "tool.fs.*", META)) == ["Grants.Revoked"] * 2
 
 
 def test_rule_11_when_granting_tool_star_then_invalid_pattern():
