@@ -41,3 +41,24 @@ def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tupl
     stray = run(con, "SELECT DISTINCT subject FROM effective_documents UNION SELECT DISTINCT subject_kind || ':' || "
                      "subject FROM effective_tools")
     return differences + sum(1 for (subject,) in stray if subject not in known)
+
+
+def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+    """Recompute every subject's set in one set-based pass: the table is replaced whole with its index
+    dropped meanwhile (no per-subject before/after digests), and only the documents that changed are
+    rewritten. Returns the subjects (`kind:name`) whose document changed."""
+    with subjects_registered(con, subjects):
+        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_tools AS " + query("effective_rows"), _NOW)
+        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_documents AS "
+                 + query("effective_documents", rows="_fresh_tools"))
+    changed = [s for (s,) in run(con, query("changed_documents"))]
+    run(con, "DROP INDEX IF EXISTS effective_tools_subject")
+    run(con, "DELETE FROM effective_tools")
+    run(con, "INSERT INTO effective_tools BY NAME SELECT * FROM _fresh_tools")
+    run(con, "CREATE INDEX effective_tools_subject ON effective_tools (subject_kind, subject)")
+    run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT unnest($s::VARCHAR[]))", {"s": changed})
+    run(con, "INSERT INTO effective_documents BY NAME SELECT * FROM _fresh_documents "
+             "WHERE subject IN (SELECT unnest($s::VARCHAR[]))", {"s": changed})
+    run(con, "DROP TABLE _fresh_tools")
+    run(con, "DROP TABLE _fresh_documents")
+    return sorted(changed)

@@ -19,6 +19,7 @@ from projections.catalog_part import CatalogPart, Handler, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_rows, run
 from projections.effective_part import EffectivePart
+from projections.effective_sets import is_settled, refresh_dirty
 from projections.subjects_part import SubjectsPart
 
 PROJECTION = "catalog"
@@ -79,10 +80,12 @@ class Projector:
 
     def apply(self, envelopes: list[Envelope],
               also: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
-              chained_here: bool = False) -> Tracking:
+              chained_here: bool = False, settle: bool = True) -> Tracking:
         """Apply one batch in one transaction; returns the new tracking position.
 
-        `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction."""
+        `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction. With `settle` the
+        effective sets are refreshed in it too; without, the batch only records its dirty subjects and
+        the caller settles them later (a catch-up, once at its end)."""
         tracking = self.tracking()
         # At-least-once delivery: drop what was applied and repeats within the batch, then order.
         unique = {e.position: e for e in reversed(envelopes) if e.position > tracking.position}
@@ -101,6 +104,8 @@ class Projector:
         run(self.con, "BEGIN TRANSACTION")
         try:
             new_tracking = self._apply_fresh(fresh, tracking, parts, handlers)
+            if settle:
+                refresh_dirty(self.con, new_tracking.position)
             if also is not None:
                 also(self.con)
             run(self.con, "COMMIT")
@@ -110,6 +115,20 @@ class Projector:
                 part.discard()
             raise
         return new_tracking
+
+    def settle(self) -> None:
+        """Refresh the dirty effective sets through the tracking position, in a transaction of their own
+        (the end of a catch-up, or the repair of one that crashed); nothing to do when already settled."""
+        position = self.tracking().position
+        if is_settled(self.con, position):
+            return
+        run(self.con, "BEGIN TRANSACTION")
+        try:
+            refresh_dirty(self.con, position)
+            run(self.con, "COMMIT")
+        except BaseException:
+            run(self.con, "ROLLBACK")
+            raise
 
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
                      handlers: dict[str, Handler]) -> Tracking:

@@ -12,19 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain.base import Meta
 from domain.catalog import Catalog
-from domain.errors import CatalogRuleError
+from domain.errors import CatalogRuleError, Unavailable
 from domain.naming import preset
 from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
 from projections.effective import effective_rows
-from projections.projector import Projector
+from projections.effective_sets import valid_through
+from projections.projector import Projector, Tracking, read_tracking
+from projections.queries import current_effective
 from projections.rows import select_rows
 
 META = Meta(actor="tester", reason="history")
@@ -178,8 +181,12 @@ def test_given_the_story_when_caught_up_one_event_per_page_or_in_one_page_then_t
         big = open_read_model(settings, path=home / "whole.duckdb")
         try:
             after_each_event: dict[int, list[dict[str, Any]]] = {}
-            paged = catch_up(catalog, Projector(small), page_size=1,
-                             progress=lambda tracking: after_each_event.update({tracking.position: whole_set(small)}))
+            def live(tracking: Tracking) -> None:
+                # A catch-up refreshes the sets once at its end; settling after each page shows them live.
+                Projector(small).settle()
+                after_each_event[tracking.position] = whole_set(small)
+
+            paged = catch_up(catalog, Projector(small), page_size=1, progress=live)
             assert paged == catch_up(catalog, Projector(big), page_size=100_000)
             for name in HISTORY_TABLES:
                 assert table(small, name) == table(big, name), name
@@ -307,3 +314,60 @@ def test_random_command_sequences_answer_as_of_every_position_as_they_answered_l
             con.close()
             catalog.close()
 
+
+
+class Crash(Exception):
+    """The projector process dying between two pages of a catch-up."""
+
+
+def crash_after(pages: int) -> Callable[[Tracking], None]:
+    seen: list[Tracking] = []
+
+    def progress(tracking: Tracking) -> None:
+        seen.append(tracking)
+        if len(seen) == pages:
+            raise Crash
+    return progress
+
+
+@settings(max_examples=6, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(sequences, st.integers(1, 4), st.integers(1, 6))
+def test_a_catch_up_that_crashed_between_pages_is_refused_to_readers_and_repaired_by_the_next_run(
+        sequence: list[tuple[Any, ...]], page_size: int, pages: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        home = Path(directory)
+        catalog, con = open_pair(home)
+        try:
+            # given a history, and a catch-up in small pages that dies after some of them
+            catalog.init(preset("spring-voyage"), META)
+            for command in sequence:
+                try:
+                    run_command(catalog, command)
+                except CatalogRuleError:
+                    continue
+            try:
+                catch_up(catalog, Projector(con), page_size=page_size, progress=crash_after(pages))
+            except Crash:
+                pass
+            reached = read_tracking(con).position
+            # then either the sets were refreshed with the tracking row, or readers are told they trail it
+            if valid_through(con) < reached:
+                with pytest.raises(Unavailable):
+                    current_effective(con, "agent:a1")
+            # when the next run has no new event to apply (it stops where the crash did), it still repairs them
+            catch_up(catalog, Projector(con), until=reached)
+            assert valid_through(con) == reached
+            assert whole_set(con) == effective_rows(con, ALL_SUBJECTS)
+            # and when it goes on to the end, the read model equals one built in one go
+            catch_up(catalog, Projector(con), page_size=page_size)
+            fresh = open_read_model(Settings(home=home, event_store_url=None), path=home / "fresh.duckdb")
+            try:
+                catch_up(catalog, Projector(fresh), page_size=100_000)
+                assert whole_set(con) == whole_set(fresh) == effective_rows(con, ALL_SUBJECTS)
+                assert table(con, "effective_documents") == table(fresh, "effective_documents")
+            finally:
+                fresh.close()
+        finally:
+            con.close()
+            catalog.close()
