@@ -1,13 +1,33 @@
 """Bring the read model up to date from the event store, page by page."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from domain.catalog import Catalog, HistoryRecord
 from projections.envelope import chain_all
 from projections.projector import Projector, Tracking
 
-PAGE_SIZE = 2000
+# Large pages: a batch's fixed cost (its transaction, its Arrow inserts, its dirty-subject queries) is
+# spread over many events; two pages are in memory at a time.
+PAGE_SIZE = 20_000
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while catching up: envelopes and rows hold no cycles, and its
+    passes over the many young objects of a page cost about a quarter of the time. Objects alive before
+    are frozen, so the collections after it do not walk them again either."""
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
@@ -16,6 +36,12 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
 
     The effective sets are refreshed once, with the last page (or on their own when it ended on a full
     page, or when an earlier catch-up stopped before refreshing them)."""
+    with gc_paused():
+        return _catch_up(catalog, projector, page_size, until, progress)
+
+
+def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int | None,
+              progress: Callable[[Tracking], None] | None) -> Tracking:
     tracking = projector.tracking()
     records = _page(catalog, tracking.position, page_size, until)
     while records:

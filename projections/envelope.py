@@ -7,13 +7,13 @@ upcaster added later never changes a hash already recorded.
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.catalog import HistoryRecord
+from projections.canonical import canonical_json
 
 SCHEMA = "toolcat.event/v1"
 GENESIS_HASH = "0" * 64
@@ -55,10 +55,6 @@ class Envelope(BaseModel):
 
     def expected_hash(self) -> str:
         return chain_hash(self.prev_hash, self.body())
-
-
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def chain_hash(prev_hash: str, body: dict[str, Any]) -> str:

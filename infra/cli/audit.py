@@ -130,7 +130,8 @@ def cmd_audit_seal(ctx: Context) -> Reply:
 
 def cmd_audit_replay(ctx: Context) -> Reply:
     from projections.replay import replay
-    result = replay(ctx.catalog, ctx.read_model(), ctx.args.until, progress=progress_printer(ctx.as_json))
+    result = replay(ctx.catalog, ctx.read_model(), ctx.args.until, progress=progress_printer(ctx.as_json),
+                    memory_limit=ctx.settings.duckdb_memory_limit)
     verdict = "matches" if result["matches"] else "DOES NOT MATCH"
     return Reply(result, [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
                           f"{verdict} the live read model ({result['live_fingerprint']})"],
