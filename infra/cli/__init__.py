@@ -11,7 +11,7 @@ from types import ModuleType
 
 from domain.errors import ToolcatError, Unavailable
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
-                       subjects, tools)
+                       subjects, tools, workload)
 from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser
 from infra.context import Backend, Context
@@ -19,7 +19,7 @@ from infra.settings import Settings, scrub
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
-                                           audit, pipelines, serve, dev)
+                                           audit, pipelines, serve, dev, workload)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,7 +35,9 @@ FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "la
 class Bench:
     def __init__(self, events: int, settings: Settings, say: Callable[[str], None]) -> None:
         self.events, self.settings, self.say = events, settings, say
-        self.root = Path(tempfile.mkdtemp(prefix="toolcat-bench-"))
+        # Its scratch homes live under --home (removed at the end), so a run can be put on a chosen disk.
+        settings.home.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="toolcat-bench-", dir=settings.home))
         self.store = Settings(home=self.root / "bulk", kafka_bootstrap=settings.kafka_bootstrap)
         self._store_ready = False
         self.kafka = KafkaFigures(self)
@@ -47,7 +49,7 @@ class Bench:
             return
         catalog = open_catalog(self.store)
         started = time.perf_counter()
-        written = Workload(catalog, Shape.for_events(self.events)).run()
+        written = Workload(catalog, Shape.for_events(self.events)).run(events=self.events)
         self.results.setdefault("append", {})["bulk"] = {"events": written,
                                                           "events_per_s": rate(written, time.perf_counter() - started)}
         self.stored = written
