@@ -8,7 +8,8 @@ from projections.effective import INFINITY, subjects_registered
 from projections.rows import run
 from projections.sqlfiles import query
 
-_NOW = {"at": INFINITY, "effective_at": None}
+# The current sets: every event known, no effective-time cut.
+NOW = {"at": INFINITY, "effective_at": None}
 
 
 def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
@@ -20,7 +21,7 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
         before = dict(run(con, query("set_digests")))
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
-        run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), _NOW)
+        run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), NOW)
         after = dict(run(con, query("set_digests")))
         run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
         run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
@@ -35,7 +36,7 @@ def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tupl
     differences = 0
     for start in range(0, len(subjects), chunk):
         with subjects_registered(con, subjects[start:start + chunk]):
-            differences += run(con, check, _NOW)[0][0]
+            differences += run(con, check, NOW)[0][0]
     # Rows for subjects that do not exist at all are differences too.
     known = {f"{kind}:{name}" for kind, name in subjects}
     stray = run(con, "SELECT DISTINCT subject FROM effective_documents UNION SELECT DISTINCT subject_kind || ':' || "
@@ -48,7 +49,7 @@ def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]])
     dropped meanwhile (no per-subject before/after digests), and only the documents that changed are
     rewritten. Returns the subjects (`kind:name`) whose document changed."""
     with subjects_registered(con, subjects):
-        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_tools AS " + query("effective_rows"), _NOW)
+        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_tools AS " + query("effective_rows"), NOW)
         run(con, "CREATE OR REPLACE TEMP TABLE _fresh_documents AS "
                  + query("effective_documents", rows="_fresh_tools"))
     changed = [s for (s,) in run(con, query("changed_documents"))]
