@@ -371,3 +371,21 @@ def test_a_catch_up_that_crashed_between_pages_is_refused_to_readers_and_repaire
         finally:
             con.close()
             catalog.close()
+
+
+def test_given_a_catch_up_over_many_changes_then_each_subject_is_queued_once_at_its_last_change(
+        sqlite_settings: Settings) -> None:
+    # given the scripted story written, remembering where the last command touching unit ops landed
+    catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
+    try:
+        positions = {name: command().position for name, command in scripted_story(catalog)}
+        # when one catch-up projects all of it in small pages
+        head = catch_up(catalog, Projector(con), page_size=3).position
+        queued = dict(con.execute("SELECT subject, position FROM changelog_outbox").fetchall())
+        # then every subject is queued once, at the last event that changed its set, not at the batch end
+        assert con.execute("SELECT count(*) FROM changelog_outbox").fetchone()[0] == len(queued) == 5
+        assert queued["unit:ops"] == positions["grant ops"] < head
+        assert queued["agent:a1"] == queued["unit:org"] == positions["revoke web.* org"] == head
+    finally:
+        con.close()
+        catalog.close()
