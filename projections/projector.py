@@ -17,7 +17,7 @@ from domain.errors import IntegrityFailure
 from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, when
 from projections.envelope import GENESIS_HASH, Envelope
-from projections.rows import insert_rows, run
+from projections.rows import insert_columns, run
 from projections.effective_part import EffectivePart
 from projections.effective_sets import is_settled, refresh_dirty
 from projections.subjects_part import SubjectsPart
@@ -139,7 +139,7 @@ class Projector:
             handlers[envelope.type](envelope, data)
         for part in parts:
             part.flush(self.con)
-        insert_rows(self.con, "events", [event_row(e) for e in fresh])
+        insert_columns(self.con, "events", event_columns(fresh))
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
         run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])
@@ -148,11 +148,15 @@ class Projector:
         return new_tracking
 
 
-def event_row(e: Envelope) -> dict[str, Any]:
-    return {
-        "position": e.position, "prev_position": e.prev_position, "originator_id": e.originator_id,
-        "originator_version": e.originator_version, "type": e.type, "type_version": e.type_version,
-        "recorded_at": when(e), "actor": e.actor, "reason": e.reason,
-        "idempotency_key": e.idempotency_key, "data": json.dumps(e.data, sort_keys=True),
-        "prev_hash": e.prev_hash, "hash": e.hash,
-    }
+_EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_version", "type", "type_version",
+                 "actor", "reason", "idempotency_key", "prev_hash", "hash")
+
+
+def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:
+    """The `events` rows of a batch, column by column (Arrow builds each column in one pass)."""
+    values = [e.__dict__ for e in envelopes]
+    columns: dict[str, list[Any]] = {name: [v[name] for v in values] for name in _EVENT_FIELDS}
+    columns["recorded_at"] = [when(e) for e in envelopes]
+    # The stored form of `data` is json.dumps' default (", " and ": ", ASCII-escaped): the fingerprint covers it.
+    columns["data"] = [json.dumps(e.data, sort_keys=True) for e in envelopes]
+    return columns

@@ -24,9 +24,9 @@ from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
 from projections.envelope import chain_all
-from projections.projector import Projector, event_row
+from projections.projector import Projector, event_columns
 from projections.queries import current_effective
-from projections.rows import insert_rows, select_rows
+from projections.rows import insert_columns, select_rows
 
 FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "latency", "read_latency", "replay",
            "serve")
@@ -98,12 +98,12 @@ class Bench:
         while records := catalog.history(after=position, limit=5000):
             envelopes += chain_all(records, position, head)
             position, head = envelopes[-1].position, envelopes[-1].hash
-        rows = [event_row(e) for e in envelopes]
+        pages = [event_columns(envelopes[start:start + 20000]) for start in range(0, len(envelopes), 20000)]
         con = open_read_model(self.store, self.root / "raw-insert.duckdb")
         started = time.perf_counter()
-        for start in range(0, len(rows), 20000):
-            insert_rows(con, "events", rows[start:start + 20000])
-        insert_rate = rate(len(rows), time.perf_counter() - started)
+        for page in pages:
+            insert_columns(con, "events", page)
+        insert_rate = rate(len(envelopes), time.perf_counter() - started)
         con.close()
         sample = envelopes[:min(500, len(envelopes))]
         con = open_read_model(self.store, self.root / "naive.duckdb")
