@@ -44,22 +44,34 @@ def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tupl
     return differences + sum(1 for (subject,) in stray if subject not in known)
 
 
-def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
+                chunk: int = 2000) -> list[str]:
     """Recompute every subject's set in one set-based pass: the table is replaced whole with its index
     dropped meanwhile (no per-subject before/after digests), and only the documents that changed are
-    rewritten. Returns the subjects (`kind:name`) whose document changed."""
+    rewritten. Documents are rendered a chunk of subjects at a time: one JSON list per subject for all
+    of them at once does not fit the memory limit at a million events. Returns the subjects (`kind:name`)
+    whose document changed."""
     with subjects_registered(con, subjects):
         run(con, "CREATE OR REPLACE TEMP TABLE _fresh_tools AS " + query("effective_rows"), NOW)
-        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_documents AS "
-                 + query("effective_documents", rows="_fresh_tools"))
-    changed = [s for (s,) in run(con, query("changed_documents"))]
+    changed: list[str] = []
+    for start in range(0, len(subjects), chunk):
+        changed += _replace_changed_documents(con, subjects[start:start + chunk])
     run(con, "DROP INDEX IF EXISTS effective_tools_subject")
     run(con, "DELETE FROM effective_tools")
     run(con, "INSERT INTO effective_tools BY NAME SELECT * FROM _fresh_tools")
     run(con, "CREATE INDEX effective_tools_subject ON effective_tools (subject_kind, subject)")
+    run(con, "DROP TABLE _fresh_tools")
+    return sorted(changed)
+
+
+def _replace_changed_documents(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+    """Render these subjects' documents from `_fresh_tools` and replace the stored ones that differ."""
+    with subjects_registered(con, subjects):
+        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_documents AS "
+                 + query("effective_documents", rows="_fresh_tools"))
+        changed = [s for (s,) in run(con, query("changed_documents"))]
     run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT unnest($s::VARCHAR[]))", {"s": changed})
     run(con, "INSERT INTO effective_documents BY NAME SELECT * FROM _fresh_documents "
              "WHERE subject IN (SELECT unnest($s::VARCHAR[]))", {"s": changed})
-    run(con, "DROP TABLE _fresh_tools")
     run(con, "DROP TABLE _fresh_documents")
-    return sorted(changed)
+    return changed

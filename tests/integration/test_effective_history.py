@@ -24,8 +24,9 @@ from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective import effective_rows
+from projections.effective import effective_rows, subjects_at
 from projections.effective_sets import valid_through
+from projections.materialize import rebuild_all
 from projections.projector import Projector, Tracking, read_tracking
 from projections.queries import current_effective
 from projections.rows import select_rows
@@ -386,6 +387,26 @@ def test_given_a_catch_up_over_many_changes_then_each_subject_is_queued_once_at_
         assert con.execute("SELECT count(*) FROM changelog_outbox").fetchone()[0] == len(queued) == 5
         assert queued["unit:ops"] == positions["grant ops"] < head
         assert queued["agent:a1"] == queued["unit:org"] == positions["revoke web.* org"] == head
+    finally:
+        con.close()
+        catalog.close()
+
+
+def test_given_the_story_when_every_set_is_rebuilt_a_subject_at_a_time_then_nothing_changes(
+        sqlite_settings: Settings) -> None:
+    # given the story projected (its sets materialized), and its documents altered for one subject
+    catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
+    try:
+        for _, command in scripted_story(catalog):
+            command()
+        catch_up(catalog, Projector(con))
+        tools, documents = whole_set(con), table(con, "effective_documents")
+        con.execute("UPDATE effective_documents SET tools = '[]' WHERE subject = 'agent:a1'")
+        # when every set is rebuilt in one pass, its documents rendered one subject at a time
+        changed = rebuild_all(con, subjects_at(con), chunk=1)
+        # then only the altered document was rewritten, and everything equals what it was
+        assert changed == ["agent:a1"]
+        assert whole_set(con) == tools and table(con, "effective_documents") == documents
     finally:
         con.close()
         catalog.close()
