@@ -25,7 +25,7 @@ META = Meta(actor="tester", reason="naïve — ünïcode 😀")
 
 # Where orjson and json.dumps write different bytes, or orjson refuses: each must fall back.
 DIVERGENT: dict[str, Any] = {
-    "tiny": 1e-7, "tinier": 2.5e-300, "huge": 1e300, "big_exponent": 1e16, "nan": math.nan,
+    "tiny": 1e-7, "tinier": 2.5e-300, "small": 1e-5, "smallish": 0.00001234, "in_list": [3, 2.5e-05], "huge": 1e300, "big_exponent": 1e16, "nan": math.nan,
     "infinity": math.inf, "minus_infinity": -math.inf, "beyond_64_bits": 2**70, "below_64_bits": -(2**70),
     "non_ascii": "é ü — \u2028 \x7f 😀", "ключ": "значение", "nested": [{"x": 1e-5, "y": None}, [2**65]],
     "plain": 0.1, "nothing": None,
