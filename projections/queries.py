@@ -169,7 +169,7 @@ def current_effective(con: duckdb.DuckDBPyConnection, subject: str) -> list[dict
     reached, valid = read_tracking(con).position, valid_through(con)
     if valid < reached:
         raise Unavailable(f"the effective sets are valid through position {valid}, behind the read model's "
-                          f"{reached}; they are refreshed at the end of the catch-up under way (or by the next "
-                          "`toolcat project`)", valid_through=valid, position=reached)
+                          f"{reached}; the catch-up under way refreshes them at its end (after a crash, the next "
+                          "catch-up of this home does: any read or project)", valid_through=valid, position=reached)
     found = run(con, "SELECT tools FROM effective_documents WHERE subject = $s", {"s": subject})
     return json.loads(found[0][0]) if found else []
