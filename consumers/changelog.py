@@ -25,7 +25,8 @@ def publish_changes(con: duckdb.DuckDBPyConnection, producer: Producer, topic: s
     if not pending:
         return 0
     position = read_tracking(con).position
-    producer.publish(topic, ((subject.encode(), json.dumps(subject_document(con, subject, position)).encode())
-                             for subject, _ in pending))
+    # Each subject's final set, with the position of the last event that changed it.
+    producer.publish(topic, ((subject.encode(), json.dumps(subject_document(con, subject, changed_at)).encode())
+                             for subject, changed_at in pending))
     run(con, "DELETE FROM changelog_outbox WHERE position <= $p", {"p": position})
     return len(pending)

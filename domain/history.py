@@ -18,6 +18,9 @@ class HistoryRecord:
     originator_version: int
     topic: str
     state: dict[str, Any]
+    # Whether the stored bytes hold no NaN or Infinity (json writes them bare, so a byte check sees them):
+    # the hash chain's fast canonical JSON relies on it (projections/canonical.py).
+    finite: bool = False
 
 
 def read_history(recorder: ApplicationRecorder, transcoder: Transcoder, after: int, limit: int,
@@ -30,5 +33,6 @@ def read_history(recorder: ApplicationRecorder, transcoder: Transcoder, after: i
         except Exception as error:  # any decoding failure means the stored bytes were altered
             raise IntegrityFailure(f"the stored event at position {n.id} no longer decodes: {error}",
                                    position=n.id) from error
-        records.append(HistoryRecord(n.id, str(n.originator_id), n.originator_version, n.topic, state))
+        finite = b"NaN" not in n.state and b"Infinity" not in n.state
+        records.append(HistoryRecord(n.id, str(n.originator_id), n.originator_version, n.topic, state, finite))
     return records

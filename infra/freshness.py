@@ -19,6 +19,7 @@ from domain.errors import Unavailable
 from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catchup import catch_up
+from projections.effective_sets import valid_through
 from projections.projector import Projector, Tracking, read_tracking
 
 
@@ -74,7 +75,8 @@ def _current_read_only(settings: Settings, catalog: Callable[[], Catalog], wante
     except Unavailable:
         return None
     try:
-        reached = read_tracking(con).position
+        # Sets still to refresh (a catch-up that crashed) make the model behind: the write path repairs it.
+        reached = min(read_tracking(con).position, valid_through(con))
         target = wanted if wanted is not None else (catalog().recorder.max_notification_id() or 0)
     except duckdb.Error:  # not migrated yet
         reached, target = -1, 0

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     actor: str | None = None
     # How long a command waits for another process's DuckDB write lock before giving up (exit 6).
     duckdb_lock_wait_seconds: float = 15.0
+    # DuckDB's memory_limit on every connection we open (its default is 80 % of the machine's memory): a
+    # 1M-event rebuild or replay must stay under 1 GiB peak RSS, with the Python side beside it; beyond
+    # the limit DuckDB spills to disk instead of growing.
+    duckdb_memory_limit: str = "512MB"
     sqlite_lock_timeout_seconds: int = 10
     # User SQL (`toolcat sql`, `POST /v1/sql`): a query running longer is stopped (sql_timeout); an answer
     # holds at most this many rows (the rest are cut, and the answer says so).

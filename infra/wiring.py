@@ -91,7 +91,8 @@ def open_read_model(settings: Settings, path: Path | None = None, read_only: boo
     delay = 0.02
     while True:
         try:
-            con = duckdb.connect(str(target), read_only=read_only, config=config or {})
+            con = duckdb.connect(str(target), read_only=read_only,
+                                 config={"memory_limit": settings.duckdb_memory_limit} | (config or {}))
             break
         except duckdb.IOException as error:
             if not _is_lock_conflict(error) or time.monotonic() > deadline:

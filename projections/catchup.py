@@ -1,26 +1,62 @@
 """Bring the read model up to date from the event store, page by page."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-from domain.catalog import Catalog
+from domain.catalog import Catalog, HistoryRecord
 from projections.envelope import chain_all
 from projections.projector import Projector, Tracking
 
-PAGE_SIZE = 2000
+# Large pages: a batch's fixed cost (its transaction, its Arrow inserts, its dirty-subject queries) is
+# spread over many events; two pages are in memory at a time.
+PAGE_SIZE = 20_000
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while catching up: envelopes and rows hold no cycles, and its
+    passes over the many young objects of a page cost about a quarter of the time. Objects alive before
+    are frozen, so the collections after it do not walk them again either."""
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
              until: int | None = None, progress: Callable[[Tracking], None] | None = None) -> Tracking:
-    """Project every stored event after the tracking position (up to `until`), one page per batch."""
+    """Project every stored event after the tracking position (up to `until`), one page per batch.
+
+    The effective sets are refreshed once, with the last page (or on their own when it ended on a full
+    page, or when an earlier catch-up stopped before refreshing them)."""
+    with gc_paused():
+        return _catch_up(catalog, projector, page_size, until, progress)
+
+
+def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int | None,
+              progress: Callable[[Tracking], None] | None) -> Tracking:
     tracking = projector.tracking()
-    while until is None or tracking.position < until:
-        records = catalog.history(after=tracking.position, limit=page_size)
-        if until is not None:
-            records = [r for r in records if r.position <= until]
-        if not records:
-            break
-        tracking = projector.apply(chain_all(records, tracking.position, tracking.hash), chained_here=True)
+    records = _page(catalog, tracking.position, page_size, until)
+    while records:
+        following = _page(catalog, records[-1].position, page_size, until)
+        tracking = projector.apply(chain_all(records, tracking.position, tracking.hash), chained_here=True,
+                                   settle=not following)
         if progress:
             progress(tracking)
+        records = following
+    projector.settle()
     return tracking
+
+
+def _page(catalog: Catalog, after: int, page_size: int, until: int | None) -> list[HistoryRecord]:
+    if until is not None and after >= until:
+        return []
+    records = catalog.history(after=after, limit=page_size)
+    return records if until is None else [r for r in records if r.position <= until]

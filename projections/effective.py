@@ -28,7 +28,10 @@ def subjects_registered(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str
     try:
         yield
     finally:
-        con.unregister("_subjects")
+        try:
+            con.unregister("_subjects")
+        except duckdb.TransactionException:  # the statement failed and aborted the transaction: keep its error
+            pass
 
 
 def _as_of(at: int, effective_at: str | None) -> dict[str, Any]:

@@ -1,16 +1,22 @@
-"""The projection part that keeps the materialized effective sets current: after a batch, it works out
-which subjects the batch can have changed, recomputes only those, and queues the changed ones for the
-changelog topic (the outbox)."""
+"""The projection part that keeps track of which effective sets a batch can have changed: it reads the
+batch ahead, works out the subjects it touches (with the position of the last event that touched each),
+and records them in `effective_dirty` in the batch's transaction. effective_sets.py refreshes them."""
 from __future__ import annotations
 
 import duckdb
 
 from projections.catalog_part import Handler
 from projections.effective import subjects_at
+from projections.effective_sets import record_dirty
 from projections.envelope import Envelope
-from projections.materialize import refresh
-from projections.rows import insert_rows, run
+from projections.rows import run
 from projections.sqlfiles import query
+
+Positions = dict[str, int]
+
+
+def _touch(found: Positions, key: str, position: int) -> None:
+    found[key] = max(found.get(key, 0), position)
 
 
 class EffectivePart:
@@ -20,70 +26,75 @@ class EffectivePart:
 
     def __init__(self) -> None:
         self.discard()
-        self.last_position = 0
 
     def discard(self) -> None:
-        self.everyone = False
-        self.units: set[str] = set()
-        self.agents: set[str] = set()
-        self.new_tools: set[str] = set()       # canonical IDs registered or renamed to in this batch
-        self.moved_tools: set[str] = set()     # tool keys whose canonical ID changed
-        self.aliases_changed = False           # allowlists resolve through aliases
+        self.everyone = 0                      # the last event that touches every subject (0: none)
+        self.units: Positions = {}
+        self.agents: Positions = {}
+        self.new_tools: Positions = {}         # canonical IDs registered or renamed to in this batch
+        self.moved_tools: Positions = {}       # tool keys whose canonical ID changed
+        self.aliases_changed = 0               # allowlists resolve through aliases
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
-        self.last_position = envelopes[-1].position
         for e in envelopes:
-            data = e.data
-            if e.type == "Policy.Recorded":
-                self.everyone = True
-            elif e.type == "Tool.Registered":
-                self.new_tools.add(data["tool_id"])
-            elif e.type == "Tool.Renamed":
-                self.new_tools.add(data["new_id"])
-                self.moved_tools.add(e.originator_id)
-                self.aliases_changed = True
-            elif e.type in ("Tool.AliasAdded", "Tool.AliasDeprecated", "Tool.AliasRetired"):
-                self.aliases_changed = True
-            elif e.type.startswith("Unit."):
-                self.units.add(data.get("unit") or data["name"])
-            elif e.type.startswith("Agent."):
-                self.agents.add(data.get("agent") or data["name"])
-            elif e.type in ("Grants.Added", "Grants.Revoked"):
-                kind, _, name = data["subject"].partition(":")
-                (self.units if kind == "unit" else self.agents).add(name)
+            self._read(e)
+
+    def _read(self, e: Envelope) -> None:
+        data, at = e.data, e.position
+        if e.type == "Policy.Recorded":
+            self.everyone = at
+        elif e.type == "Tool.Registered":
+            _touch(self.new_tools, data["tool_id"], at)
+        elif e.type == "Tool.Renamed":
+            _touch(self.new_tools, data["new_id"], at)
+            _touch(self.moved_tools, e.originator_id, at)
+            self.aliases_changed = at
+        elif e.type in ("Tool.AliasAdded", "Tool.AliasDeprecated", "Tool.AliasRetired"):
+            self.aliases_changed = at
+        elif e.type.startswith("Unit."):
+            _touch(self.units, data.get("unit") or data["name"], at)
+        elif e.type.startswith("Agent."):
+            _touch(self.agents, data.get("agent") or data["name"], at)
+        elif e.type in ("Grants.Added", "Grants.Revoked"):
+            kind, _, name = data["subject"].partition(":")
+            _touch(self.units if kind == "unit" else self.agents, name, at)
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         self._reach_of_tool_changes(con)
-        changed = refresh(con, self.touched(con))
-        if changed:
-            rows = [{"subject": subject, "position": self.last_position} for subject in changed]
-            run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
-                {"s": changed})
-            insert_rows(con, "changelog_outbox", rows)
+        record_dirty(con, self.touched(con))
         self.discard()
 
-    def _add(self, rows: list[tuple]) -> None:
-        for kind, name in rows:
-            (self.units if kind == "unit" else self.agents).add(name)
+    def _add(self, rows: list[tuple], position: int | Positions) -> None:
+        """Holders (kind, name[, cause]) touched at `position`, or at the position of their cause."""
+        for kind, name, *cause in rows:
+            at = position if isinstance(position, int) else position[cause[0]]
+            _touch(self.units if kind == "unit" else self.agents, name, at)
 
     def _reach_of_tool_changes(self, con: duckdb.DuckDBPyConnection) -> None:
         """Who a new or renamed tool can reach: connector namespaces and ns.* grants that cover it
         (a platform namespace reaches everyone); a renamed tool also leaves the sets it was in."""
         if self.new_tools:
             ids = sorted(self.new_tools)
-            platform = run(con, "SELECT count(*) FROM platform_namespaces WHERE valid_to IS NULL AND namespace IN "
-                                "(SELECT split_part(unnest($ids::VARCHAR[]), '.', 1))", {"ids": ids})[0][0]
-            self.everyone = self.everyone or platform > 0
-            self._add(run(con, query("tool_reach"), {"ids": ids}))
-        if self.moved_tools:
-            self._add(run(con, "SELECT DISTINCT subject_kind, subject FROM effective_tools "
-                               "WHERE tool_key IN (SELECT unnest($k::VARCHAR[]))", {"k": sorted(self.moved_tools)}))
+            platform = run(con, "SELECT x.id FROM unnest($ids::VARCHAR[]) AS x(id) JOIN platform_namespaces p "
+                                "ON p.namespace = split_part(x.id, '.', 1) WHERE p.valid_to IS NULL", {"ids": ids})
+            self.everyone = max([self.everyone] + [self.new_tools[tool_id] for (tool_id,) in platform])
+            self._add(run(con, query("tool_reach"), {"ids": ids}), self.new_tools)
+        for key, at in self.moved_tools.items():
+            self._add(run(con, query("tool_holders"), {"key": key}), at)
         if self.aliases_changed:
-            self._add(run(con, "SELECT 'agent', agent FROM allowlist_history WHERE valid_to IS NULL"))
+            self._add(run(con, "SELECT 'agent', agent FROM allowlist_history WHERE valid_to IS NULL"),
+                      self.aliases_changed)
 
-    def touched(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-        """The touched subjects; a unit brings its descendant units and their agents."""
+    def touched(self, con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
+        """The touched subjects and their positions; a unit brings its descendant units and their agents."""
+        found: dict[tuple[str, str], int] = {}
         if self.everyone:
-            return subjects_at(con)
-        found = set(run(con, query("touched"), {"units": sorted(self.units)})) if self.units else set()
-        return sorted(found | {("agent", name) for name in self.agents})
+            found = {subject: self.everyone for subject in subjects_at(con)}
+        if self.units:
+            names = sorted(self.units)
+            rows = run(con, query("touched"), {"units": names, "positions": [self.units[n] for n in names]})
+            for kind, name, at in rows:
+                found[(kind, name)] = max(found.get((kind, name), 0), at)
+        for name, at in self.agents.items():
+            found[("agent", name)] = max(found.get(("agent", name), 0), at)
+        return found

@@ -7,13 +7,13 @@ upcaster added later never changes a hash already recorded.
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.catalog import HistoryRecord
+from projections.canonical import canonical_json
 
 SCHEMA = "toolcat.event/v1"
 GENESIS_HASH = "0" * 64
@@ -57,12 +57,8 @@ class Envelope(BaseModel):
         return chain_hash(self.prev_hash, self.body())
 
 
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def chain_hash(prev_hash: str, body: dict[str, Any]) -> str:
-    return hashlib.sha256(prev_hash.encode() + b"\n" + canonical_json(body)).hexdigest()
+def chain_hash(prev_hash: str, body: dict[str, Any], finite: bool = False) -> str:
+    return hashlib.sha256(prev_hash.encode() + b"\n" + canonical_json(body, finite)).hexdigest()
 
 
 def format_time(moment: datetime) -> str:
@@ -87,7 +83,7 @@ def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope
         "data": {k: v for k, v in state.items() if k not in _META_KEYS},
     }
     values = {k: v for k, v in body.items() if k != "schema"}
-    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body))
+    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
     return _trusted(values)
 
 

@@ -8,7 +8,8 @@ from projections.effective import INFINITY, subjects_registered
 from projections.rows import run
 from projections.sqlfiles import query
 
-_NOW = {"at": INFINITY, "effective_at": None}
+# The current sets: every event known, no effective-time cut.
+NOW = {"at": INFINITY, "effective_at": None}
 
 
 def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
@@ -20,7 +21,7 @@ def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
         before = dict(run(con, query("set_digests")))
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
-        run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), _NOW)
+        run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), NOW)
         after = dict(run(con, query("set_digests")))
         run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
         run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
@@ -35,9 +36,40 @@ def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tupl
     differences = 0
     for start in range(0, len(subjects), chunk):
         with subjects_registered(con, subjects[start:start + chunk]):
-            differences += run(con, check, _NOW)[0][0]
+            differences += run(con, check, NOW)[0][0]
     # Rows for subjects that do not exist at all are differences too.
     known = {f"{kind}:{name}" for kind, name in subjects}
     stray = run(con, "SELECT DISTINCT subject FROM effective_documents UNION SELECT DISTINCT subject_kind || ':' || "
                      "subject FROM effective_tools")
     return differences + sum(1 for (subject,) in stray if subject not in known)
+
+
+def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
+                chunk: int = 2000) -> list[str]:
+    """Recompute every subject's set in one set-based pass: the table is replaced whole with its index
+    dropped meanwhile (no per-subject before/after digests), and only the documents that changed are
+    rewritten. Documents are rendered a chunk of subjects at a time: one JSON list per subject for all
+    of them at once does not fit the memory limit at a million events. Returns the subjects (`kind:name`)
+    whose document changed."""
+    with subjects_registered(con, subjects):
+        run(con, "CREATE OR REPLACE TEMP TABLE _fresh_tools AS " + query("effective_rows"), NOW)
+    changed: list[str] = []
+    for start in range(0, len(subjects), chunk):
+        changed += _replace_changed_documents(con, subjects[start:start + chunk])
+    run(con, "DROP INDEX IF EXISTS effective_tools_subject")
+    run(con, "DELETE FROM effective_tools")
+    run(con, "INSERT INTO effective_tools BY NAME SELECT * FROM _fresh_tools")
+    run(con, "CREATE INDEX effective_tools_subject ON effective_tools (subject_kind, subject)")
+    run(con, "DROP TABLE _fresh_tools")
+    return sorted(changed)
+
+
+def _replace_changed_documents(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+    """Compare these subjects' documents rendered from `_fresh_tools` with the stored ones, and write only
+    those that differ."""
+    with subjects_registered(con, subjects):
+        changed = [s for (s,) in run(con, query("changed_documents", rows="_fresh_tools"))]
+    run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT unnest($s::VARCHAR[]))", {"s": changed})
+    with subjects_registered(con, [(s.split(":", 1)[0], s.split(":", 1)[1]) for s in changed]):
+        run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="_fresh_tools"))
+    return changed

@@ -17,8 +17,9 @@ from domain.errors import IntegrityFailure
 from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, when
 from projections.envelope import GENESIS_HASH, Envelope
-from projections.rows import insert_rows, run
+from projections.rows import insert_columns, run
 from projections.effective_part import EffectivePart
+from projections.effective_sets import is_settled, refresh_dirty
 from projections.subjects_part import SubjectsPart
 from projections.routing_part import RoutingPart
 from projections.proposals_part import ProposalsPart
@@ -81,10 +82,12 @@ class Projector:
 
     def apply(self, envelopes: list[Envelope],
               also: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
-              chained_here: bool = False) -> Tracking:
+              chained_here: bool = False, settle: bool = True) -> Tracking:
         """Apply one batch in one transaction; returns the new tracking position.
 
-        `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction."""
+        `also` writes source bookkeeping (e.g. Kafka offsets) in the same transaction. With `settle` the
+        effective sets are refreshed in it too; without, the batch only records its dirty subjects and
+        the caller settles them later (a catch-up, once at its end)."""
         tracking = self.tracking()
         # At-least-once delivery: drop what was applied and repeats within the batch, then order.
         unique = {e.position: e for e in reversed(envelopes) if e.position > tracking.position}
@@ -103,6 +106,8 @@ class Projector:
         run(self.con, "BEGIN TRANSACTION")
         try:
             new_tracking = self._apply_fresh(fresh, tracking, parts, handlers)
+            if settle:
+                refresh_dirty(self.con, new_tracking.position)
             if also is not None:
                 also(self.con)
             run(self.con, "COMMIT")
@@ -113,6 +118,20 @@ class Projector:
             raise
         return new_tracking
 
+    def settle(self) -> None:
+        """Refresh the dirty effective sets through the tracking position, in a transaction of their own
+        (the end of a catch-up, or the repair of one that crashed); nothing to do when already settled."""
+        position = self.tracking().position
+        if is_settled(self.con, position):
+            return
+        run(self.con, "BEGIN TRANSACTION")
+        try:
+            refresh_dirty(self.con, position)
+            run(self.con, "COMMIT")
+        except BaseException:
+            run(self.con, "ROLLBACK")
+            raise
+
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
                      handlers: dict[str, Handler]) -> Tracking:
         for part in parts:
@@ -122,7 +141,7 @@ class Projector:
             handlers[envelope.type](envelope, data)
         for part in parts:
             part.flush(self.con)
-        insert_rows(self.con, "events", [event_row(e) for e in fresh])
+        insert_columns(self.con, "events", event_columns(fresh))
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
         run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])
@@ -131,11 +150,15 @@ class Projector:
         return new_tracking
 
 
-def event_row(e: Envelope) -> dict[str, Any]:
-    return {
-        "position": e.position, "prev_position": e.prev_position, "originator_id": e.originator_id,
-        "originator_version": e.originator_version, "type": e.type, "type_version": e.type_version,
-        "recorded_at": when(e), "actor": e.actor, "reason": e.reason,
-        "idempotency_key": e.idempotency_key, "data": json.dumps(e.data, sort_keys=True),
-        "prev_hash": e.prev_hash, "hash": e.hash,
-    }
+_EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_version", "type", "type_version",
+                 "actor", "reason", "idempotency_key", "prev_hash", "hash")
+
+
+def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:
+    """The `events` rows of a batch, column by column (Arrow builds each column in one pass)."""
+    values = [e.__dict__ for e in envelopes]
+    columns: dict[str, list[Any]] = {name: [v[name] for v in values] for name in _EVENT_FIELDS}
+    columns["recorded_at"] = [when(e) for e in envelopes]
+    # The stored form of `data` is json.dumps' default (", " and ": ", ASCII-escaped): the fingerprint covers it.
+    columns["data"] = [json.dumps(e.data, sort_keys=True) for e in envelopes]
+    return columns

@@ -7,9 +7,11 @@ from typing import Any
 
 import duckdb
 
-from domain.errors import RetiredAlias, UnknownTool, UsageError
+from domain.errors import RetiredAlias, Unavailable, UnknownTool, UsageError
 from domain.grammar import check_id_text
 from domain.window import REMOVAL_STEPS, earliest_removal
+from projections.effective_sets import valid_through
+from projections.projector import read_tracking
 from projections.rows import run, scalar, select_rows
 from projections.schema import AS_OF
 from projections.sqlfiles import query
@@ -169,6 +171,12 @@ def position_at_time(con: duckdb.DuckDBPyConnection, moment: str) -> int:
 
 
 def current_effective(con: duckdb.DuckDBPyConnection, subject: str) -> list[dict[str, Any]]:
-    """A subject's current set, as materialized (one row per subject, already in answer form)."""
+    """A subject's current set, as materialized (one row per subject, already in answer form); refused
+    while the materialized sets trail the tracking row (a catch-up under way, or one that crashed)."""
+    reached, valid = read_tracking(con).position, valid_through(con)
+    if valid < reached:
+        raise Unavailable(f"the effective sets are valid through position {valid}, behind the read model's "
+                          f"{reached}; the catch-up under way refreshes them at its end (after a crash, the next "
+                          "catch-up of this home does: any read or project)", valid_through=valid, position=reached)
     found = run(con, "SELECT tools FROM effective_documents WHERE subject = $s", {"s": subject})
     return json.loads(found[0][0]) if found else []

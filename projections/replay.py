@@ -16,23 +16,25 @@ from projections.projector import Projector, Tracking, read_tracking
 
 
 def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None = None,
-           progress: Callable[[Tracking], None] | None = None, page_size: int = 5000) -> dict[str, Any]:
+           progress: Callable[[Tracking], None] | None = None, page_size: int = 5000,
+           memory_limit: str = "512MB", deep: bool = False) -> dict[str, Any]:
     """Replay the store up to `until` (default: where the live read model is) into a scratch file."""
     target = read_tracking(live).position if until is None else min(until, read_tracking(live).position)
     with tempfile.TemporaryDirectory(prefix="toolcat-replay-") as scratch_dir:
         # A replay must fit the audit budget (1 GiB RSS) whatever the history's size: DuckDB spills to
-        # disk beyond this limit instead of growing towards its default of 80 % of the machine's memory,
-        # and not preserving insertion order lets its aggregations and inserts spill too.
+        # disk beyond `memory_limit` (the setting duckdb_memory_limit) instead of growing towards its
+        # default of 80 % of the machine's memory, and not preserving insertion order lets its
+        # aggregations and inserts spill too.
         scratch = duckdb.connect(str(Path(scratch_dir) / "replay.duckdb"),
-                                 config={"memory_limit": "768MB", "preserve_insertion_order": False})
+                                 config={"memory_limit": memory_limit, "preserve_insertion_order": False})
         try:
             migrate(scratch)
             reached = catch_up(catalog, Projector(scratch), page_size=page_size, until=target,
                                progress=progress)
-            replayed = fingerprint(scratch, reached.position)
+            replayed = fingerprint(scratch, reached.position, deep)
         finally:
             scratch.close()
     # A store that holds less than the read model has seen can never match it.
-    live_print = fingerprint(live, target)
+    live_print = fingerprint(live, target, deep)
     return {"position": target, "replayed_position": reached.position, "fingerprint": replayed,
             "live_fingerprint": live_print, "matches": replayed == live_print and reached.position == target}

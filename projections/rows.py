@@ -12,9 +12,13 @@ from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]) -> None:
     """One bulk insert through Arrow (matched by column name), never one statement per row."""
-    if not rows:
-        return
-    batch = pa.Table.from_pylist(rows)
+    if rows:
+        insert_columns(con, table, {name: [row.get(name) for row in rows] for name in rows[0]})
+
+
+def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
+    """The same from columns (name → values): the hot path builds these without a dict per row."""
+    batch = pa.table(columns)
     con.register("_toolcat_batch", batch)
     try:
         run(con, f"INSERT INTO {table} BY NAME SELECT * FROM _toolcat_batch")

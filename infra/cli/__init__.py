@@ -11,7 +11,7 @@ from types import ModuleType
 
 from domain.errors import ToolcatError, Unavailable
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
-                       subjects, tools, who_can)
+                       subjects, tools, who_can, workload)
 from infra.cli import routing
 from infra.cli import proposals, what_if
 from infra.cli.output import Reply
@@ -21,7 +21,8 @@ from infra.settings import Settings, scrub
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
-                                           audit, pipelines, serve, dev, routing, proposals, what_if, who_can)
+                                           audit, pipelines, serve, dev, routing, proposals, what_if, who_can,
+                                           workload)
 
 
 def build_parser() -> argparse.ArgumentParser:

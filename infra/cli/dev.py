@@ -50,6 +50,9 @@ def cmd_dev_broker(ctx: Context) -> Reply:
 def cmd_bench(ctx: Context) -> Reply:
     from infra.dev.bench import FIGURES, run_bench
     from infra.dev.bench_report import bench_summary
+    from infra.dev.workload import FEWEST_EVENTS
+    if ctx.args.events < FEWEST_EVENTS:
+        raise UsageError(f"--events takes at least {FEWEST_EVENTS}, not {ctx.args.events}")
     if ctx.args.only and not set(ctx.args.only.split(",")) <= set(FIGURES):
         raise UsageError(f"--only takes some of {', '.join(FIGURES)}, separated by commas")
     settings = ctx.settings

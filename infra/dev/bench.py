@@ -24,9 +24,9 @@ from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
 from projections.envelope import chain_all
-from projections.projector import Projector, event_row
+from projections.projector import Projector, event_columns
 from projections.queries import current_effective
-from projections.rows import insert_rows, select_rows
+from projections.rows import insert_columns, select_rows
 
 FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "latency", "read_latency", "replay",
            "serve")
@@ -35,7 +35,9 @@ FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "la
 class Bench:
     def __init__(self, events: int, settings: Settings, say: Callable[[str], None]) -> None:
         self.events, self.settings, self.say = events, settings, say
-        self.root = Path(tempfile.mkdtemp(prefix="toolcat-bench-"))
+        # Its scratch homes live under --home (removed at the end), so a run can be put on a chosen disk.
+        settings.home.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="toolcat-bench-", dir=settings.home))
         self.store = Settings(home=self.root / "bulk", kafka_bootstrap=settings.kafka_bootstrap)
         self._store_ready = False
         self.kafka = KafkaFigures(self)
@@ -47,7 +49,7 @@ class Bench:
             return
         catalog = open_catalog(self.store)
         started = time.perf_counter()
-        written = Workload(catalog, Shape.for_events(self.events)).run()
+        written = Workload(catalog, Shape.for_events(self.events)).run(events=self.events)
         self.results.setdefault("append", {})["bulk"] = {"events": written,
                                                           "events_per_s": rate(written, time.perf_counter() - started)}
         self.stored = written
@@ -96,12 +98,12 @@ class Bench:
         while records := catalog.history(after=position, limit=5000):
             envelopes += chain_all(records, position, head)
             position, head = envelopes[-1].position, envelopes[-1].hash
-        rows = [event_row(e) for e in envelopes]
+        pages = [event_columns(envelopes[start:start + 20000]) for start in range(0, len(envelopes), 20000)]
         con = open_read_model(self.store, self.root / "raw-insert.duckdb")
         started = time.perf_counter()
-        for start in range(0, len(rows), 20000):
-            insert_rows(con, "events", rows[start:start + 20000])
-        insert_rate = rate(len(rows), time.perf_counter() - started)
+        for page in pages:
+            insert_columns(con, "events", page)
+        insert_rate = rate(len(envelopes), time.perf_counter() - started)
         con.close()
         sample = envelopes[:min(500, len(envelopes))]
         con = open_read_model(self.store, self.root / "naive.duckdb")

@@ -4,6 +4,7 @@ rotations, grants added and revoked. Aggregates are built in memory through thei
 (so every domain rule still applies) and saved in chunks: the bulk append path."""
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from domain.values import ToolSpec
 from domain.window import MILESTONES
 
 META = Meta(actor="bench", reason="generated workload")
+# The fewest events `Workload.run(events=…)` writes exactly: below it the catalog it builds (tools, units,
+# agents, connectors) already takes more.
+FEWEST_EVENTS = 150
 
 
 @dataclass(frozen=True)
@@ -57,15 +61,22 @@ class Workload:
         self.catalog, self.shape, self.random = catalog, shape, random.Random(seed)
         self.chunk, self.progress = chunk, progress
         self.dirty: dict[Any, Any] = {}
+        self.counted: dict[Any, int] = {}  # pending events already counted, per dirty aggregate
         self.saved = 0
         self.pending = 0
+
+    @property
+    def events(self) -> int:
+        """Every event made so far, saved or pending (exact)."""
+        return self.saved + self.pending
 
     # -- saving in chunks ---------------------------------------------------------------------------
     def touch(self, *aggregates: Any) -> None:
         for aggregate in aggregates:
             self.dirty[aggregate.id] = aggregate
-            self.pending = sum(len(a.pending_events) for a in self.dirty.values()) if self.pending > self.chunk \
-                else self.pending + 1
+            now = len(aggregate.pending_events)
+            self.pending += now - self.counted.get(aggregate.id, 0)
+            self.counted[aggregate.id] = now
         if self.pending >= self.chunk:
             self.flush()
 
@@ -73,12 +84,14 @@ class Workload:
         if self.dirty:
             recordings = self.catalog.save(*self.dirty.values())
             self.saved += len(recordings)
-            self.dirty, self.pending = {}, 0
+            self.dirty, self.counted, self.pending = {}, {}, 0
             if self.progress:
                 self.progress(self.saved)
 
     # -- the story ------------------------------------------------------------------------------------
-    def run(self) -> int:
+    def run(self, events: int | None = None) -> int:
+        """Write the story; with `events`, churn goes on until exactly that many events are written (the
+        last command may add one more: a subject's first grant opens its grants too)."""
         shape, rnd = self.shape, self.random
         self.touch(CatalogPolicy.record(preset("spring-voyage"), META))
         train = ReleaseTrain.start(META)
@@ -104,7 +117,9 @@ class Workload:
                 unit.bind(connector.slug, META)
                 self.touch(unit)
         self.walk_lifecycles(train, rnd.sample(tools, min(shape.lifecycles, len(tools))))
-        self.churn(units, agents, connectors, tools)
+        if events is not None and self.events > events:
+            raise ValueError(f"the workload's catalog alone takes {self.events} events, more than {events}")
+        self.churn(units, agents, connectors, tools, events)
         self.flush()
         return self.saved
 
@@ -144,10 +159,13 @@ class Workload:
             self.touch(tool)
 
     def churn(self, units: list[list[Unit]], agents: list[Agent], connectors: list[Connector],
-              tools: list[Tool]) -> None:
+              tools: list[Tool], events: int | None = None) -> None:
         rnd, grants = self.random, {}
         everyone = [(f"unit:{u.name}", u) for level in units for u in level] + [(f"agent:{a.name}", a) for a in agents]
-        for step in range(self.shape.churn):
+        steps = itertools.count() if events is not None else iter(range(self.shape.churn))
+        for step in steps:
+            if events is not None and self.events >= events:
+                break
             roll = rnd.random()
             if roll < 0.5:
                 subject, _ = rnd.choice(everyone)

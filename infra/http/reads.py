@@ -118,9 +118,9 @@ def audit_verify(request: Request, fresh: Fresh = Depends(), _: Any = AUDIT) -> 
 
 
 @router.get(path("audit fingerprint"), tags=["audit"], responses=models.documented(models.Fingerprint, 400))
-def audit_fingerprint(request: Request, at: int | None = Query(None, ge=0), fresh: Fresh = Depends(),
-                      _: Any = AUDIT) -> Response:
-    return respond(request, run_command(request, "audit fingerprint", {"at": at, **fresh.values}))
+def audit_fingerprint(request: Request, at: int | None = Query(None, ge=0), deep: bool = False,
+                      fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit fingerprint", {"at": at, "deep": deep, **fresh.values}))
 
 
 @router.get(path("audit alias"), tags=["audit"], responses=models.documented(models.AuditAlias, 404))
@@ -129,9 +129,9 @@ def audit_alias(request: Request, alias: str, fresh: Fresh = Depends(), _: Any =
 
 
 @router.get(path("audit replay"), tags=["audit"], responses=models.documented(models.Replay))
-def audit_replay(request: Request, until: int | None = Query(None, ge=0), fresh: Fresh = Depends(),
-                 _: Any = AUDIT) -> Response:
-    return respond(request, run_command(request, "audit replay", {"until": until, **fresh.values}))
+def audit_replay(request: Request, until: int | None = Query(None, ge=0), deep: bool = False,
+                 fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit replay", {"until": until, "deep": deep, **fresh.values}))
 
 
 @router.get(path("audit report"), tags=["audit"], response_class=HTMLResponse,

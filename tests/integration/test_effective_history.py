@@ -12,19 +12,23 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain.base import Meta
 from domain.catalog import Catalog
-from domain.errors import CatalogRuleError
+from domain.errors import CatalogRuleError, Unavailable
 from domain.naming import preset
 from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective import effective_rows
-from projections.projector import Projector
+from projections.effective import effective_rows, subjects_at
+from projections.effective_sets import valid_through
+from projections.materialize import rebuild_all
+from projections.projector import Projector, Tracking, read_tracking
+from projections.queries import current_effective
 from projections.rows import select_rows
 
 META = Meta(actor="tester", reason="history")
@@ -178,8 +182,12 @@ def test_given_the_story_when_caught_up_one_event_per_page_or_in_one_page_then_t
         big = open_read_model(settings, path=home / "whole.duckdb")
         try:
             after_each_event: dict[int, list[dict[str, Any]]] = {}
-            paged = catch_up(catalog, Projector(small), page_size=1,
-                             progress=lambda tracking: after_each_event.update({tracking.position: whole_set(small)}))
+            def live(tracking: Tracking) -> None:
+                # A catch-up refreshes the sets once at its end; settling after each page shows them live.
+                Projector(small).settle()
+                after_each_event[tracking.position] = whole_set(small)
+
+            paged = catch_up(catalog, Projector(small), page_size=1, progress=live)
             assert paged == catch_up(catalog, Projector(big), page_size=100_000)
             for name in HISTORY_TABLES:
                 assert table(small, name) == table(big, name), name
@@ -307,3 +315,98 @@ def test_random_command_sequences_answer_as_of_every_position_as_they_answered_l
             con.close()
             catalog.close()
 
+
+
+class Crash(Exception):
+    """The projector process dying between two pages of a catch-up."""
+
+
+def crash_after(pages: int) -> Callable[[Tracking], None]:
+    seen: list[Tracking] = []
+
+    def progress(tracking: Tracking) -> None:
+        seen.append(tracking)
+        if len(seen) == pages:
+            raise Crash
+    return progress
+
+
+@settings(max_examples=6, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(sequences, st.integers(1, 4), st.integers(1, 6))
+def test_a_catch_up_that_crashed_between_pages_is_refused_to_readers_and_repaired_by_the_next_run(
+        sequence: list[tuple[Any, ...]], page_size: int, pages: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        home = Path(directory)
+        catalog, con = open_pair(home)
+        try:
+            # given a history, and a catch-up in small pages that dies after some of them
+            catalog.init(preset("spring-voyage"), META)
+            for command in sequence:
+                try:
+                    run_command(catalog, command)
+                except CatalogRuleError:
+                    continue
+            try:
+                catch_up(catalog, Projector(con), page_size=page_size, progress=crash_after(pages))
+            except Crash:
+                pass
+            reached = read_tracking(con).position
+            # then either the sets were refreshed with the tracking row, or readers are told they trail it
+            if valid_through(con) < reached:
+                with pytest.raises(Unavailable):
+                    current_effective(con, "agent:a1")
+            # when the next run has no new event to apply (it stops where the crash did), it still repairs them
+            catch_up(catalog, Projector(con), until=reached)
+            assert valid_through(con) == reached
+            assert whole_set(con) == effective_rows(con, ALL_SUBJECTS)
+            # and when it goes on to the end, the read model equals one built in one go
+            catch_up(catalog, Projector(con), page_size=page_size)
+            fresh = open_read_model(Settings(home=home, event_store_url=None), path=home / "fresh.duckdb")
+            try:
+                catch_up(catalog, Projector(fresh), page_size=100_000)
+                assert whole_set(con) == whole_set(fresh) == effective_rows(con, ALL_SUBJECTS)
+                assert table(con, "effective_documents") == table(fresh, "effective_documents")
+            finally:
+                fresh.close()
+        finally:
+            con.close()
+            catalog.close()
+
+
+def test_given_a_catch_up_over_many_changes_then_each_subject_is_queued_once_at_its_last_change(
+        sqlite_settings: Settings) -> None:
+    # given the scripted story written, remembering where the last command touching unit ops landed
+    catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
+    try:
+        positions = {name: command().position for name, command in scripted_story(catalog)}
+        # when one catch-up projects all of it in small pages
+        head = catch_up(catalog, Projector(con), page_size=3).position
+        queued = dict(con.execute("SELECT subject, position FROM changelog_outbox").fetchall())
+        # then every subject is queued once, at the last event that changed its set, not at the batch end
+        assert con.execute("SELECT count(*) FROM changelog_outbox").fetchone()[0] == len(queued) == 5
+        assert queued["unit:ops"] == positions["grant ops"] < head
+        assert queued["agent:a1"] == queued["unit:org"] == positions["revoke web.* org"] == head
+    finally:
+        con.close()
+        catalog.close()
+
+
+def test_given_the_story_when_every_set_is_rebuilt_a_subject_at_a_time_then_nothing_changes(
+        sqlite_settings: Settings) -> None:
+    # given the story projected (its sets materialized), and its documents altered for one subject
+    catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
+    try:
+        for _, command in scripted_story(catalog):
+            command()
+        catch_up(catalog, Projector(con))
+        tools, documents = whole_set(con), table(con, "effective_documents")
+        con.execute("UPDATE effective_documents SET tools = '[]' WHERE subject = 'agent:a1'")
+        # when every set is rebuilt in one pass, its documents rendered one subject at a time
+        changed = rebuild_all(con, subjects_at(con), chunk=1)
+        # then only the altered document was rewritten, and everything equals what it was
+        assert changed == ["agent:a1"]
+        assert whole_set(con) == tools and table(con, "effective_documents") == documents
+    finally:
+        con.close()
+        catalog.close()

@@ -133,3 +133,13 @@ def test_a_read_model_changed_by_hand_does_not_match_its_replay(story: int, home
     assert result["matches"] is False
     assert result["position"] == story
     assert result["fingerprint"] != result["live_fingerprint"]
+
+
+def test_the_fast_fingerprint_of_the_materialized_sets_equals_the_deep_one_recomputed_from_history(
+        story: int, toolcat: Any) -> None:
+    # given the story's read model; when fingerprinted from its materialized tables and, --deep, from history
+    fast = ok(toolcat("audit", "fingerprint"))
+    deep = ok(toolcat("audit", "fingerprint", "--deep"))
+    # then both say the same, and a replay compared deeply matches too
+    assert fast == deep and fast["position"] == story
+    assert replayed(toolcat("audit", "replay", "--deep"))["matches"] is True

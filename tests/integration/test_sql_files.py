@@ -21,8 +21,8 @@ from projections.sqlfiles import query, sql_files
 META = Meta(actor="tester")
 # A value for every parameter a query may name.
 PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-such-key", "ids": ["arxiv.search"],
-                              "units": ["org"], "id": "arxiv.search", "alias": "arxiv.find",
-                              "kind": "agent", "name": "ada"}
+                              "units": ["org"], "positions": [1], "key": "no-such-key", "id": "arxiv.search",
+                              "alias": "arxiv.find", "kind": "agent", "name": "ada"}
 
 
 @pytest.fixture

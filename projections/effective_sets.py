@@ -1,0 +1,67 @@
+"""Dirty effective sets and their refresh (DESIGN.md section 5).
+
+Each batch records the subjects it may have changed in `effective_dirty`, in its own transaction. A
+catch-up refreshes them once, at its end; a follower's one-batch pass refreshes them with the batch. The
+refresh writes the marker `effective_valid` (the sets are valid through that position) with the sets, so a
+crash in between leaves the marker behind the tracking row: readers see it and the next run repairs it.
+"""
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from projections.effective import subjects_at
+from projections.materialize import rebuild_all, refresh
+from projections.rows import insert_rows, run, scalar
+
+# Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
+FULL_REBUILD_SHARE = 0.5
+
+
+def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], int]) -> None:
+    """Add (kind, name) → position of the last event touching it to the dirty subjects."""
+    if touched:
+        table = pa.table({"subject_kind": [k for k, _ in touched], "subject": [n for _, n in touched],
+                          "position": list(touched.values())})
+        con.register("_dirty", table)
+        try:
+            run(con, "INSERT INTO effective_dirty BY NAME SELECT * FROM _dirty")
+        finally:
+            con.unregister("_dirty")
+
+
+def valid_through(con: duckdb.DuckDBPyConnection) -> int:
+    """The position the materialized effective sets are valid through."""
+    return scalar(con, "SELECT max(position) FROM effective_valid") or 0
+
+
+def is_settled(con: duckdb.DuckDBPyConnection, position: int) -> bool:
+    """Whether the sets are valid through `position` with nothing dirty left to refresh."""
+    return valid_through(con) >= position and not scalar(con, "SELECT count(*) FROM effective_dirty")
+
+
+def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
+    """Refresh every dirty subject's set (inside the caller's transaction), queue the changed ones for the
+    changelog with the position of the last event that touched each, and mark the sets valid through
+    `position`. Returns the changed subjects (`kind:name`)."""
+    changed: list[str] = []
+    dirty = {(kind, name): at for kind, name, at in run(
+        con, "SELECT subject_kind, subject, max(position) FROM effective_dirty GROUP BY ALL")}
+    if dirty:
+        everyone = subjects_at(con)
+        many = len(dirty) > FULL_REBUILD_SHARE * len(everyone)
+        changed = rebuild_all(con, everyone) if many else refresh(con, sorted(dirty))
+        causes = {f"{kind}:{name}": at for (kind, name), at in dirty.items()}
+        _queue(con, {subject: causes.get(subject, position) for subject in changed})
+        run(con, "DELETE FROM effective_dirty")
+    run(con, "DELETE FROM effective_valid")
+    run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
+    return sorted(changed)
+
+
+def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:
+    """The outbox holds one row per subject: its final set is published once, whatever it went through."""
+    if changed:
+        run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
+            {"s": sorted(changed)})
+        insert_rows(con, "changelog_outbox", [{"subject": s, "position": at} for s, at in changed.items()])
