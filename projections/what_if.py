@@ -33,7 +33,7 @@ def _refusal(policy: NamingPolicy, record: HistoryRecord, sources: dict[str, str
             policy.check_tool_id(name, state["spec"]["source"])
         elif record.topic == "Tool.Renamed":
             name = state["new_id"]
-            policy.check_tool_id(name, source)
+            policy.check_tool_id(name, state.get("source") or source)
         elif record.topic == "Tool.AliasAdded":
             name = state["alias"]
             policy.check_alias_id(name, source)
@@ -65,9 +65,11 @@ def what_if(catalog: Catalog, live: duckdb.DuckDBPyConnection, policy: NamingPol
             after = records[-1].position
             kept = []
             for record in records:
+                found = _refusal(policy, record, sources)
                 if record.topic == "Tool.Registered":
                     sources[record.originator_id] = record.state["spec"]["source"]
-                found = _refusal(policy, record, sources)
+                elif record.topic == "Tool.Renamed" and record.state.get("source"):
+                    sources[record.originator_id] = record.state["source"]  # a rename that moved the tool
                 if found is not None:
                     refused.append(found | {"replayed": record.topic != "Tool.Registered"})
                     if record.topic == "Tool.Registered":

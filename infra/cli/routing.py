@@ -25,7 +25,8 @@ def _subgroup(commands: Commands, path: str, help_text: str) -> None:
 def register(commands: Commands) -> None:
     p = commands.add("tool classify", cmd_tool_classify, "give a tool its ordered class labels", "write")
     p.add_argument("id", metavar="ID")
-    p.add_argument("--class", dest="classes", action="append", required=True, metavar="LABEL")
+    p.add_argument("--class", dest="classes", action="append", required=True, metavar="LABEL",
+                   help="a class label such as source:sensitive or sink:network (repeat, in order)")
     commands.group("route", "route rules over tool classes and names, route decisions, node selection")
     _route_commands(commands)
     commands.group("node", "nodes that serve capability-backed tools")
@@ -35,7 +36,8 @@ def register(commands: Commands) -> None:
     p = commands.add("secret ref add", cmd_secret_ref_add, "record a secret reference and the tools that may "
                                                            "receive it (never a value)", "write")
     p.add_argument("ref", metavar="REF")
-    p.add_argument("--allow-tool", dest="allow_tools", action="append", required=True, metavar="ID")
+    p.add_argument("--allow-tool", dest="allow_tools", action="append", required=True, metavar="ID",
+                   help="a tool that may receive the secret (repeatable)")
     _refuse_unknown_arguments_unrepeated(p)
 
 
@@ -43,22 +45,24 @@ def _route_commands(commands: Commands) -> None:
     _subgroup(commands, "route rule", "add or remove route rules")
     p = commands.add("route rule add", cmd_route_rule_add, "add a route rule", "write")
     p.add_argument("rule_id", metavar="RULE_ID")
-    for flag in ("--deny-any-class", "--deny-all-classes", "--after-any-class"):
-        p.add_argument(flag, action="extend", nargs="+", metavar="C")
-    p.add_argument("--deny-tool", metavar="ID")
-    p.add_argument("--after-tool", metavar="ID")
-    p.add_argument("--scope", metavar="unit:U|agent:A")
+    for flag, text in (("--deny-any-class", "deny a call to a tool with any of these classes"),
+                       ("--deny-all-classes", "deny a call to a tool with all of these classes"),
+                       ("--after-any-class", "only after an earlier call to a tool with any of these classes")):
+        p.add_argument(flag, action="extend", nargs="+", metavar="C", help=text)
+    p.add_argument("--deny-tool", metavar="ID", help="deny calls to this tool, by any of its names")
+    p.add_argument("--after-tool", metavar="ID", help="only after an earlier call to this tool")
+    p.add_argument("--scope", metavar="unit:U|agent:A", help="only for this unit (and below) or agent")
     p = commands.add("route rule remove", cmd_route_rule_remove, "remove a route rule", "write")
     p.add_argument("rule_id", metavar="RULE_ID")
     p = commands.add("route check", cmd_route_check, "allow or deny a call, with the evidence", "read")
     p.add_argument("subject", metavar="SUBJECT")
-    p.add_argument("--call", required=True, metavar="TOOL")
+    p.add_argument("--call", required=True, metavar="TOOL", help="the tool being called, by any name")
     p.add_argument("--after", action="append", default=[], metavar="TOOL", help="an earlier call (repeatable)")
     p.add_argument("--at", type=int, metavar="P", help="decide as the catalog stood at position P")
     p = commands.add("route node", cmd_route_node, "pick the node a node-backed tool's call goes to", "read")
     p.add_argument("tool", metavar="TOOL")
-    p.add_argument("--node", metavar="N")
-    p.add_argument("--lane", metavar="L")
+    p.add_argument("--node", metavar="N", help="the node asked for (it must be eligible)")
+    p.add_argument("--lane", metavar="L", help="the lane whose attached node is preferred")
     p.add_argument("--secret-ref", metavar="REF", help="check the secret reference may be given to TOOL")
 
 
@@ -68,14 +72,14 @@ def _node_commands(commands: Commands) -> None:
         commands.add(f"node {verb}", cmd_node, text, "write").add_argument("node", metavar="NODE")
     p = commands.add("node capability", cmd_node_capability, "advertise or withdraw capabilities", "write")
     p.add_argument("node", metavar="NODE")
-    p.add_argument("--advertise", action="extend", nargs="+", metavar="CAP")
-    p.add_argument("--withdraw", action="extend", nargs="+", metavar="CAP")
+    p.add_argument("--advertise", action="extend", nargs="+", metavar="CAP", help="capabilities the node now offers")
+    p.add_argument("--withdraw", action="extend", nargs="+", metavar="CAP", help="capabilities the node no longer offers")
     p = commands.add("node attach", cmd_node_attach, "attach a node to a lane", "write")
     p.add_argument("node", metavar="NODE")
-    p.add_argument("--lane", required=True, metavar="L")
+    p.add_argument("--lane", required=True, metavar="L", help="the lane to attach the node to")
     p = commands.add("node deny", cmd_node_deny, "deny a node one tool", "write")
     p.add_argument("node", metavar="NODE")
-    p.add_argument("--tool", required=True, metavar="ID")
+    p.add_argument("--tool", required=True, metavar="ID", help="the tool this node may no longer serve")
 
 
 def _refuse_unknown_arguments_unrepeated(parser: argparse.ArgumentParser) -> None:
