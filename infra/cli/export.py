@@ -16,8 +16,6 @@ from infra.cli.output import Reply
 from infra.cli.registry import Commands
 from infra.context import Context
 from infra.exports import FORMATS, write_export
-from infra.http import snapshot
-from infra.manifests import manifest_yaml
 from projections.manifest_export import current_manifest
 from projections.projector import read_tracking
 
@@ -35,6 +33,7 @@ def register(commands: Commands) -> None:
 
 def _export_manifest(ctx: Context) -> Reply:
     """The catalog as a manifest; `plan` of this very file answers an empty plan."""
+    from infra.manifests import manifest_yaml  # PyYAML only when a manifest is written
     own = _fresh_snapshot(ctx)
     con = own or ctx.read_model()
     try:
@@ -55,6 +54,7 @@ def _export_manifest(ctx: Context) -> Reply:
 
 def _fresh_snapshot(ctx: Context) -> duckdb.DuckDBPyConnection | None:
     """The home's snapshot when it holds everything the store holds, asking a server for one if needed."""
+    from infra.http import snapshot  # the HTTP client only when exporting, not on every command's start
     head = ctx.catalog.recorder.max_notification_id() or 0
     con = snapshot.open_snapshot(ctx.settings.home, head)
     if con is None and snapshot.request_snapshot(ctx.settings) is not None:

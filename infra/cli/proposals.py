@@ -9,7 +9,6 @@ from infra import proposals
 from infra.cli.output import Block, Reply, Table, plain
 from infra.cli.registry import Commands, answer
 from infra.context import Context
-from infra.manifests import read_manifest
 
 
 def register(commands: Commands) -> None:
@@ -56,6 +55,7 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
 
 
 def cmd_plan(ctx: Context) -> Reply:
+    from infra.manifests import read_manifest  # PyYAML only when a manifest is read
     manifest = read_manifest(ctx.args.manifest)
     if ctx.backend is None:  # a plan reads the read model: beside a server that owns it, the server plans
         ctx.refuse_if_served("plan here, or send the manifest to its POST /v1/proposal/make")
