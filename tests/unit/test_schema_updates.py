@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain.errors import IncompatibleSchema, InvalidSchema, UsageError
+from domain.errors import IncompatibleSchema, InvalidSchema, UnknownTool, UsageError
 from tests.unit.conftest import META, new_catalog, rejected, spec, types
 
 V1 = {"type": "object", "required": ["path"],
@@ -88,3 +88,17 @@ def test_given_a_tool_without_schema_when_one_is_added_under_backward_then_requi
     assert types(catalog.update_tool_schema("read", {"properties": {"path": {"type": "string"}}}, META)) == \
         ["Tool.SchemaUpdated"]
     assert catalog.canonical_tool("read").schema_version == 1
+
+
+def test_given_the_schema_in_force_when_given_again_then_nothing_is_written() -> None:
+    catalog = catalog_with_read()
+    assert catalog.update_tool_schema("read", V1, META).events == []
+    assert catalog.canonical_tool("read").schema_version == 1
+
+
+def test_given_an_unknown_or_alias_id_when_updating_then_unknown_tool() -> None:
+    catalog = catalog_with_read()
+    catalog.add_alias("read", "tool.fs.read", True, META)
+    for tool_id in ("nope", "tool.fs.read"):
+        with rejected(catalog, UnknownTool, "unknown_tool"):
+            catalog.update_tool_schema(tool_id, V1, META)
