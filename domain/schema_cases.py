@@ -51,5 +51,5 @@ class SchemaUseCases(CatalogApplication):
         breaks = breaking_changes(old, new, mode) if old_valid else []
         if breaks:
             raise IncompatibleSchema(
-                f"the new input schema of '{tool_id}' is refused under the catalog's {mode} compatibility: "
-                f"{'; '.join(breaks)}", tool_id=tool_id, mode=mode, changes=breaks)
+                f"the new input schema of '{tool_id}' is refused (compatibility mode {mode}): {'; '.join(breaks)}",
+                tool_id=tool_id, mode=mode, changes=breaks)

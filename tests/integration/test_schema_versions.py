@@ -102,3 +102,20 @@ def test_a_schema_made_valid_enables_the_tool_for_its_holders(cli: Any, tmp_path
     ok(cli("tool", "update", "read", "--schema", schema_file(tmp_path, DEPTH_REQUIRED)))
     assert ok(cli("effective", "agent:scout"))["tools"][0]["exposure"] == "enabled"
     assert ok(cli("audit", "replay"))["matches"] is True
+
+
+def test_a_plan_records_a_new_schema_version_under_the_catalogs_mode_and_the_export_names_the_mode(
+        reader: Any, tmp_path: Path) -> None:
+    ok(reader("catalog", "compatibility", "forward"))
+    manifest = ok(reader("export", "--format", "manifest"))["manifest"]
+    assert manifest["compatibility"] == "forward"
+    del manifest["compatibility"]  # the catalog's mode decides
+    manifest["tools"]["read"]["input_schema"] = DEPTH_REQUIRED  # breaks backward, not forward
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    planned = ok(reader("plan", str(path)))
+    assert (planned["commands"], planned["violations"]) == (
+        [{"command": "toolcat tool update read --schema schema.json", "risk": "destructive_update"}], [])
+    ok(reader("apply", planned["proposal_id"], "--confirm-destructive"))
+    shown = ok(reader("tool", "show", "read"))
+    assert (shown["schema_version"], shown["input_schema"]) == (2, DEPTH_REQUIRED)

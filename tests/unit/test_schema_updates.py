@@ -54,7 +54,7 @@ def test_given_a_mode_when_the_schema_changes_then_the_mode_decides(mode: str, s
     else:
         with rejected(catalog, IncompatibleSchema, "incompatible_schema") as refused:
             catalog.update_tool_schema("read", schema, META)
-        assert f"{mode} compatibility" in str(refused.value)
+        assert f"compatibility mode {mode}" in str(refused.value)
 
 
 def test_given_an_invalid_schema_when_updating_then_the_metaschema_refuses_it_first() -> None:
