@@ -228,16 +228,18 @@ def test_a_schema_is_given_inline_over_http(admin: httpx.Client) -> None:
 
 
 def test_a_schema_update_over_http_is_the_command_lines_with_its_refusal(admin: httpx.Client) -> None:
-    """Given acme.inline registered with a schema (the test above), under the default backward mode."""
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    write(admin, "/v1/tool/register", {"id": "acme.versioned", "source": "plugin", "plugin": "acme",
+                                       "group": "extension", "tier": "advanced", "visibility": "public",
+                                       "schema": schema})
     assert write(admin, "/v1/catalog/compatibility", {"mode": "backward"})["events"] == []  # the default
-    body = problem(admin.post("/v1/tool/update", json={"id": "acme.inline", "schema": {**schema, "required": ["q"]}}),
+    body = problem(admin.post("/v1/tool/update", json={"id": "acme.versioned", "schema": {**schema, "required": ["q"]}}),
                    422, "incompatible_schema")
     assert "q: newly required property" in body["detail"]
     added = {**schema, "properties": {**schema["properties"], "limit": {"type": "integer"}}}
-    updated = write(admin, "/v1/tool/update", {"id": "acme.inline", "schema": added})
+    updated = write(admin, "/v1/tool/update", {"id": "acme.versioned", "schema": added})
     assert [e["type"] for e in updated["events"]] == ["Tool.SchemaUpdated"]
-    shown = admin.get("/v1/tools/acme.inline", params={"min_position": updated["position"]}).json()
+    shown = admin.get("/v1/tools/acme.versioned", params={"min_position": updated["position"]}).json()
     assert (shown["schema_version"], shown["input_schema"]) == (2, added)
 
 
