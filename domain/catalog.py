@@ -16,6 +16,7 @@ from domain.naming import NamingPolicy
 from domain.policy import POLICY_KEY, CatalogPolicy
 from domain.route_cases import RouteUseCases
 from domain.proposal_cases import ProposalUseCases
+from domain.schema_cases import SchemaUseCases
 from domain.seals import SEALS_KEY, SealLog
 from domain.subject_cases import SubjectUseCases
 from domain.tool_cases import ToolUseCases
@@ -23,7 +24,7 @@ from domain.tool_cases import ToolUseCases
 __all__ = ["Catalog", "EventRef", "HistoryRecord", "WriteResult"]
 
 
-class Catalog(ToolUseCases, SubjectUseCases, RouteUseCases, ProposalUseCases):
+class Catalog(ToolUseCases, SubjectUseCases, RouteUseCases, ProposalUseCases, SchemaUseCases):
     name = "Catalog"
 
     def init(self, policy: NamingPolicy, meta: Meta) -> WriteResult:

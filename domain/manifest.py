@@ -89,7 +89,8 @@ class Manifest(Strict):
     """The whole desired catalog. `policy` is a preset name or a policy document (as `init --policy FILE`)."""
 
     policy: str | dict[str, Any] = "tyrum"
-    compatibility: Mode = "backward"  # how a tool's input schema may change (domain/schema_compat.py)
+    # How a tool's input schema may change (domain/schema_compat.py); None: the catalog's mode stays.
+    compatibility: Mode | None = None
     releases: list[Release] = Field(default_factory=list)
     tools: dict[str, Tool] = Field(default_factory=dict)
     connectors: dict[str, Connector] = Field(default_factory=dict)

@@ -10,7 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from domain.manifest import MILESTONES, Agent, Alias, Manifest, Tool, Unit
-from domain.schema_compat import breaking_changes
+from domain.schema_check import schema_problems
+from domain.schema_compat import Mode, breaking_changes
 
 RiskTag = Literal["safe_create", "safe_update", "destructive_update", "destructive_delete"]
 DESTRUCTIVE: tuple[str, ...] = ("destructive_update", "destructive_delete")
@@ -53,6 +54,7 @@ def plan_commands(desired: Manifest, current: Manifest, fresh: bool) -> Diff:
     """`fresh`: the catalog holds no events yet (its policy is whatever the manifest says)."""
     diff = Diff(desired.with_implied_tools(), current)
     _policy(diff, fresh)
+    _compatibility(diff)
     _releases(diff)
     _tools(diff)
     _connectors(diff)
@@ -70,6 +72,18 @@ def _policy(diff: Diff, fresh: bool) -> None:
         diff.add("safe_create", "init", "--policy", policy)
     else:
         diff.add("safe_create", "init", inputs={"--policy": policy})
+
+
+def _compatibility(diff: Diff) -> None:
+    wanted = diff.desired.compatibility
+    if wanted is not None and wanted != diff.current.compatibility:
+        diff.add("safe_update", "catalog", "compatibility", wanted)
+
+
+def _mode(diff: Diff) -> Mode:
+    """The mode the plan's schema changes run under: the manifest's, else the catalog's (backward when the
+    current side names none)."""
+    return diff.desired.compatibility or diff.current.compatibility or "backward"
 
 
 def _releases(diff: Diff) -> None:
@@ -124,12 +138,27 @@ def _without_schema(tool: Tool, tool_id: str) -> dict[str, Any]:
 
 
 def _schema_change(diff: Diff, tool_id: str, old: Any, new: Any) -> None:
-    """A changed input schema: its breaking changes under the compatibility mode, each naming the property.
-    No command records a new schema version yet, so the change itself is not planned either way."""
-    for change in breaking_changes(old, new, diff.desired.compatibility):
+    """A changed input schema: `tool update --schema`, checked as the command checks it (the metaschema,
+    then the compatibility mode, each break naming the property). A change that breaks calls valid before
+    (allowed by a mode other than backward or full) is a destructive update."""
+    if new is None:
+        diff.refuse(f"tool '{tool_id}' declares no input schema; a tool's schema is replaced by a new version, "
+                    "never removed")
+        return
+    problems = schema_problems(new)
+    for problem in problems:
+        diff.violations.append(Violation(code="invalid_schema", message=f"tool '{tool_id}': {problem}"))
+    if problems:
+        return
+    # An invalid schema in force disabled the tool: no call was valid, so none can break.
+    old_valid = old is None or not schema_problems(old)
+    breaks = breaking_changes(old, new, _mode(diff)) if old_valid else []
+    for change in breaks:
         diff.violations.append(Violation(code="incompatible_schema", message=f"tool '{tool_id}': {change}"))
-    diff.refuse(f"tool '{tool_id}' declares another input schema; recording a new schema version is not "
-                "supported yet")
+    if not breaks:
+        breaking = old_valid and breaking_changes(old, new, "backward")
+        diff.add("destructive_update" if breaking else "safe_update", "tool", "update", tool_id,
+                 inputs={"--schema": new})
 
 
 def _aliases(diff: Diff, tool_id: str, desired: dict[str, Alias], current: dict[str, Alias]) -> None:

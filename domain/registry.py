@@ -5,6 +5,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
+from domain.compatibility import SchemaCompatibility
 from domain.connector import Connector
 from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
@@ -22,7 +23,7 @@ from domain.tool import Tool
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
                                            Connector, SubjectGrants, SealLog, NamespaceClaim, RouteRules, Node,
-                                           SecretRef, Proposal)
+                                           SecretRef, Proposal, SchemaCompatibility)
 
 
 def _event_classes() -> dict[str, type]:

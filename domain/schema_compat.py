@@ -41,7 +41,9 @@ def _breaks(old: Any, new: Any, where: str) -> list[str]:
 
 
 def breaking_changes(old: Any, new: Any, mode: Mode) -> list[str]:
-    """The changes from `old` to `new` that `mode` refuses, each naming the property; [] when accepted."""
+    """The changes from `old` to `new` that `mode` refuses, each naming the property; [] when accepted.
+    No schema (None) and the schema `true` accept any input: they compare as the empty schema."""
+    old, new = ({} if schema is None or schema is True else schema for schema in (old, new))
     found = []
     if mode in ("backward", "full"):
         found += [f"backward: {change}" for change in _breaks(old, new, "")]

@@ -56,6 +56,7 @@ class Tool(Aggregate):
             tool.spec = ToolSpec.model_validate(self.spec)
             tool.aliases = {}
             tool.canonical_since = self.latest_release
+            tool.schema_version = 0 if tool.spec.input_schema is None else 1
 
     class Renamed(Event):
         """v2 added `source` and `family`: the tool's provenance and family after a move into another
@@ -136,11 +137,26 @@ class Tool(Aggregate):
         def apply(self, tool: Tool) -> None:
             tool.spec = tool.spec.model_copy(update={"classes": list(self.classes)})
 
+    class SchemaUpdated(Event):
+        """A new version of the tool's input schema (`tool update --schema`): the registration's schema is
+        version 1 (0 when it gave none), each update the next. `schema_valid` as judged when recorded."""
+
+        TOPIC = "Tool.SchemaUpdated"
+        input_schema: Any
+        schema_valid: bool
+        version: int
+
+        def apply(self, tool: Tool) -> None:
+            tool.spec = tool.spec.model_copy(update={"input_schema": self.input_schema,
+                                                     "schema_valid": self.schema_valid})
+            tool.schema_version = self.version
+
     def __init__(self) -> None:
         self.tool_id: str
         self.spec: ToolSpec
         self.aliases: dict[str, AliasRecord]
         self.canonical_since: str | None
+        self.schema_version: int
 
     @classmethod
     def register(cls, tool_id: str, spec: ToolSpec, latest_release: str | None, meta: Meta) -> Tool:
@@ -155,6 +171,10 @@ class Tool(Aggregate):
             family = default_family(new_id, source) if self.spec.family == derived else self.spec.family
         record(self, self.Renamed, meta, old_id=self.tool_id, new_id=new_id, latest_release=latest_release,
                source=source, family=family)
+
+    def update_schema(self, schema: Any, schema_valid: bool, meta: Meta) -> None:
+        record(self, self.SchemaUpdated, meta, input_schema=schema, schema_valid=schema_valid,
+               version=self.schema_version + 1)
 
     def classify(self, classes: list[str], meta: Meta) -> None:
         record(self, self.Classified, meta, classes=classes)

@@ -32,6 +32,8 @@ class CatalogPart(BufferedPart):
         self.tool_history = HistoryRows("tool_history", ("tool_key",))
         self.alias_history = HistoryRows("alias_history", ("alias",))
         self.class_history = HistoryRows("tool_class_history", ("tool_key",))
+        self.schema_history = HistoryRows("tool_schema_history", ("tool_key",))
+        self.compatibility = AppendRows("compatibility_modes")
         self.platform_namespaces = AppendRows("platform_namespaces")
         self.pattern_shims = AppendRows("pattern_shims")
         self.seals = AppendRows("seals")
@@ -54,6 +56,9 @@ class CatalogPart(BufferedPart):
             "Audit.Started": self.ignore,
             "Audit.Sealed": self.sealed,
             "Namespace.Claimed": self.ignore,
+            "Tool.SchemaUpdated": self.schema_updated,
+            "Compatibility.Started": self.compatibility_set,
+            "Compatibility.ModeSet": self.compatibility_set,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
@@ -65,7 +70,8 @@ class CatalogPart(BufferedPart):
 
     def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
         return (self.policy, self.releases, self.release_plans, self.milestones, self.steps, self.tools, self.aliases,
-                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals, self.class_history)
+                self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals, self.class_history,
+                self.schema_history, self.compatibility)
 
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
@@ -125,8 +131,25 @@ class CatalogPart(BufferedPart):
             "canonical_position": e.position, "updated_position": e.position,
         })
         self._tool_version(e, e.originator_id)
+        if schema is not None:
+            self._schema_version(e, 1, schema, spec.get("schema_valid", True))
         if spec.get("classes"):
             self.class_history.set((e.originator_id,), {"classes": list(spec["classes"])}, e.position, when(e))
+
+    def _schema_version(self, e: Envelope, version: int, schema: Any, valid: bool) -> None:
+        self.schema_history.set((e.originator_id,), {
+            "version": version, "input_schema": json.dumps(schema, sort_keys=True), "schema_valid": valid},
+            e.position, when(e))
+
+    def schema_updated(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.tools.get(e.originator_id).update(
+            input_schema=json.dumps(data["input_schema"], sort_keys=True), schema_valid=data["schema_valid"],
+            updated_position=e.position)
+        self._tool_version(e, e.originator_id)  # schema_valid decides the tool's exposure, as of P
+        self._schema_version(e, data["version"], data["input_schema"], data["schema_valid"])
+
+    def compatibility_set(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.compatibility.add(mode=data["mode"], position=e.position, recorded_at=when(e), actor=e.actor)
 
     def tool_classified(self, e: Envelope, data: dict[str, Any]) -> None:
         self.tools.get(e.originator_id).update(classes=list(data["classes"]), updated_position=e.position)

@@ -32,7 +32,7 @@ class EffectivePart:
         self.units: Positions = {}
         self.agents: Positions = {}
         self.new_tools: Positions = {}         # canonical IDs registered or renamed to in this batch
-        self.moved_tools: Positions = {}       # tool keys whose canonical ID changed
+        self.moved_tools: Positions = {}       # tool keys whose canonical ID or input schema changed
         self.aliases_changed = 0               # allowlists resolve through aliases
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
@@ -49,6 +49,8 @@ class EffectivePart:
             _touch(self.new_tools, data["new_id"], at)
             _touch(self.moved_tools, e.originator_id, at)
             self.aliases_changed = at
+        elif e.type == "Tool.SchemaUpdated":  # its holders' exposure follows schema_valid
+            _touch(self.moved_tools, e.originator_id, at)
         elif e.type in ("Tool.AliasAdded", "Tool.AliasDeprecated", "Tool.AliasRetired"):
             self.aliases_changed = at
         elif e.type.startswith("Unit."):

@@ -24,10 +24,11 @@ from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
 _UP_TO = "position <= $at"
 APPEND_ONLY = {"events": _UP_TO, "naming_policy": _UP_TO, "releases": _UP_TO, "release_plans": _UP_TO,
                "alias_milestones": _UP_TO,
-               "alias_steps": _UP_TO, "seals": _UP_TO}
-# Classes change (`tool classify`): tool_class_history carries them, as of every position.
-_STATIC_TOOL = ("tool_key, family, group_name, tier, visibility, source, backing_server, plugin, input_schema, "
-                "schema_valid, risk, requires_state, registered_position, registered_at")
+               "alias_steps": _UP_TO, "seals": _UP_TO, "compatibility_modes": _UP_TO}
+# Classes change (`tool classify`): tool_class_history carries them, as of every position; so do input schemas
+# (`tool update --schema`) in tool_schema_history, and schema_valid in tool_history.
+_STATIC_TOOL = ("tool_key, family, group_name, tier, visibility, source, backing_server, plugin, "
+                "risk, requires_state, registered_position, registered_at")
 
 
 def _clipped(table: str) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 
+from domain.compatibility import DEFAULT_MODE
 from domain.manifest import Agent, Alias, Connector, Image, Manifest, Milestone, Release, Tool, Unit
 from domain.naming import PRESETS
 from domain.values import default_family
@@ -14,7 +15,7 @@ from projections.rows import run, select_rows
 
 
 def current_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
-    return Manifest(policy=_policy(con), releases=_releases(con), tools=_tools(con),
+    return Manifest(policy=_policy(con), compatibility=_compatibility(con), releases=_releases(con), tools=_tools(con),
                     connectors=_connectors(con), units=_units(con), agents=_agents(con))
 
 
@@ -25,6 +26,12 @@ def _policy(con: duckdb.DuckDBPyConnection) -> str | dict[str, Any]:
     name, policy = rows[0][0], json.loads(rows[0][1])
     known = PRESETS.get(name)
     return name if known is not None and known.model_dump(mode="json") == policy else policy
+
+
+def _compatibility(con: duckdb.DuckDBPyConnection) -> str:
+    """The mode in force: the latest recorded, else the default (domain/compatibility.py)."""
+    rows = run(con, "SELECT mode FROM compatibility_modes ORDER BY position DESC LIMIT 1")
+    return rows[0][0] if rows else DEFAULT_MODE
 
 
 def _releases(con: duckdb.DuckDBPyConnection) -> list[Release]:

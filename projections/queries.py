@@ -63,7 +63,15 @@ def tool_show(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
     """A tool's descriptor, found by its canonical ID or any live alias."""
     key = lookup(con, tool_id)["tool_key"]
     tool = select_rows(con, f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE tool_key = ?", [key])[0]
-    return _describe(tool, _aliases_by_tool(con, [key])[key])
+    return _describe(tool, _aliases_by_tool(con, [key])[key]) | _current_schema(con, key)
+
+
+def _current_schema(con: duckdb.DuckDBPyConnection, tool_key: str) -> dict[str, Any]:
+    """The input schema in force and its version (0 and null when the tool never had one)."""
+    rows = run(con, "SELECT version, input_schema FROM tool_schema_history WHERE tool_key = ? AND valid_to IS NULL",
+               [tool_key])
+    version, schema = rows[0] if rows else (0, None)
+    return {"schema_version": version, "input_schema": None if schema is None else json.loads(schema)}
 
 
 def encode_cursor(last_id: str) -> str:

@@ -87,7 +87,7 @@ def cmd_tool_rename(ctx: Context) -> Reply:
 
 def _tool_lines(tool: dict[str, Any]) -> str:
     fields = ["canonical_id", "family", "group", "tier", "visibility", "lifecycle", "source", "backing_server",
-              "plugin", "description", "risk", "schema_valid", "requires_state"]
+              "plugin", "description", "risk", "schema_valid", "schema_version", "requires_state"]
     lines = [f"{name:>15}: {plain(tool[name])}" for name in fields if tool.get(name) not in (None, "")]
     lines.append(f"{'classes':>15}: {plain(', '.join(tool['classes'])) or '-'}")
     aliases = ", ".join(f"{plain(a['id'])} ({a['lifecycle']}{', shim' if a['shim'] else ''})"

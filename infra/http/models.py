@@ -32,6 +32,9 @@ class ToolDescriptor(Document):
     risk: str | None
     schema_valid: bool
     aliases: list[AliasRef]
+    # `tool show` only (a page of `tool list` leaves them out): the input schema in force and its version.
+    schema_version: int | None = None
+    input_schema: Any = None
 
 
 class ToolPage(Document):

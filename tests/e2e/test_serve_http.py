@@ -227,6 +227,22 @@ def test_a_schema_is_given_inline_over_http(admin: httpx.Client) -> None:
     assert shown["schema_valid"] is True and shown["classes"] == ["source:sensitive"]
 
 
+def test_a_schema_update_over_http_is_the_command_lines_with_its_refusal(admin: httpx.Client) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    write(admin, "/v1/tool/register", {"id": "acme.versioned", "source": "plugin", "plugin": "acme",
+                                       "group": "extension", "tier": "advanced", "visibility": "public",
+                                       "schema": schema})
+    assert write(admin, "/v1/catalog/compatibility", {"mode": "backward"})["events"] == []  # the default
+    body = problem(admin.post("/v1/tool/update", json={"id": "acme.versioned", "schema": {**schema, "required": ["q"]}}),
+                   422, "incompatible_schema")
+    assert "q: newly required property" in body["detail"]
+    added = {**schema, "properties": {**schema["properties"], "limit": {"type": "integer"}}}
+    updated = write(admin, "/v1/tool/update", {"id": "acme.versioned", "schema": added})
+    assert [e["type"] for e in updated["events"]] == ["Tool.SchemaUpdated"]
+    shown = admin.get("/v1/tools/acme.versioned", params={"min_position": updated["position"]}).json()
+    assert (shown["schema_version"], shown["input_schema"]) == (2, added)
+
+
 def test_tokens_and_scopes_decide_who_may_do_what(served: Served, keys: dict[str, str]) -> None:
     with served.client() as anonymous, served.client("tc_not-a-token") as stranger, \
             served.client(keys["reader"]) as reader, served.client(keys["writer"]) as writer:

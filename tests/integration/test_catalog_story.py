@@ -60,6 +60,7 @@ def test_tool_show_describes_a_tool_with_its_aliases(story: Story, read_model: A
         "plugin": None, "description": "Read a file", "classes": ["source:sensitive"], "risk": "read_only",
         "schema_valid": True, "requires_state": False,
         "aliases": [{"id": "tool.fs.read", "lifecycle": "alias", "shim": True}],
+        "schema_version": 1, "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
     }
     # found through the shim, the same descriptor
     assert queries.tool_show(read_model, "tool.fs.read") == read

@@ -42,3 +42,42 @@ def test_a_plan_reports_a_breaking_schema_change_with_the_reason_naming_the_prop
     violations = plan_commands(desired, current, fresh=False).violations
     assert [(v.code, v.message) for v in violations][0] == (
         "incompatible_schema", "tool 'read': backward: depth: newly required property")
+
+
+TOOL = {"source": "builtin", "group": "core", "tier": "default", "visibility": "public"}
+
+
+def _plan(desired: dict, current: dict) -> tuple[list, list]:
+    diff = plan_commands(Manifest.model_validate(desired), Manifest.model_validate(current), fresh=False)
+    return [(c.argv, c.risk, c.inputs) for c in diff.commands], [(v.code, v.message) for v in diff.violations]
+
+
+def test_a_compatible_schema_change_is_planned_as_tool_update() -> None:
+    loosened = {**OLD, "required": []}
+    commands, violations = _plan({"tools": {"read": TOOL | {"input_schema": loosened}}},
+                                 {"compatibility": "backward", "tools": {"read": TOOL | {"input_schema": OLD}}})
+    assert (commands, violations) == ([(["tool", "update", "read"], "safe_update", {"--schema": loosened})], [])
+
+
+def test_a_manifest_naming_no_mode_is_planned_under_the_catalogs_mode() -> None:
+    narrowed = {**OLD, "required": ["path", "depth"]}
+    desired = {"tools": {"read": TOOL | {"input_schema": narrowed}}}
+    _, violations = _plan(desired, {"compatibility": "forward", "tools": {"read": TOOL | {"input_schema": OLD}}})
+    assert violations == []
+    commands, violations = _plan(desired, {"compatibility": "full", "tools": {"read": TOOL | {"input_schema": OLD}}})
+    assert commands == [] and violations[0][0] == "incompatible_schema"
+
+
+def test_a_manifest_naming_another_mode_plans_it_first_and_its_changes_under_it() -> None:
+    narrowed = {**OLD, "required": ["path", "depth"]}
+    commands, violations = _plan({"compatibility": "none", "tools": {"read": TOOL | {"input_schema": narrowed}}},
+                                 {"compatibility": "backward", "tools": {"read": TOOL | {"input_schema": OLD}}})
+    assert violations == []
+    assert [(argv, risk) for argv, risk, _ in commands] == [
+        (["catalog", "compatibility", "none"], "safe_update"), (["tool", "update", "read"], "destructive_update")]
+
+
+def test_an_invalid_new_schema_is_reported_by_the_metaschema_check() -> None:
+    _, violations = _plan({"tools": {"read": TOOL | {"input_schema": {"type": 7}}}},
+                          {"tools": {"read": TOOL | {"input_schema": OLD}}})
+    assert violations[0][0] == "invalid_schema"
