@@ -8,6 +8,9 @@ from contextlib import contextmanager
 from domain.catalog import Catalog, HistoryRecord
 from projections.envelope import chain_all
 from projections.projector import Projector, Tracking
+from projections.stored_rows import read_rows
+
+Reader = Callable[[int, int], list[HistoryRecord]]
 
 # Large pages: a batch's fixed cost (its transaction, its Arrow inserts, its dirty-subject queries) is
 # spread over many events; two pages are in memory at a time.
@@ -42,10 +45,11 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
 
 def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int | None,
               progress: Callable[[Tracking], None] | None) -> Tracking:
+    read = history_reader(catalog)
     tracking = projector.tracking()
-    records = _page(catalog, tracking.position, page_size, until)
+    records = _page(read, tracking.position, page_size, until)
     while records:
-        following = _page(catalog, records[-1].position, page_size, until)
+        following = _page(read, records[-1].position, page_size, until)
         tracking = projector.apply(chain_all(records, tracking.position, tracking.hash), chained_here=True,
                                    settle=not following)
         if progress:
@@ -55,8 +59,18 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
     return tracking
 
 
-def _page(catalog: Catalog, after: int, page_size: int, until: int | None) -> list[HistoryRecord]:
+def history_reader(catalog: Catalog) -> Reader:
+    """The stored rows read directly from a plain SQLite store (projections/stored_rows.py), else through
+    the store's mapper (PostgreSQL, or a store the fast path cannot decode itself)."""
+    store = catalog.plain_sqlite_store()
+    if store is None:
+        return lambda after, limit: catalog.history(after=after, limit=limit)
+    path, table = store
+    return lambda after, limit: read_rows(path, table, after, limit, catalog.decode_state)
+
+
+def _page(read: Reader, after: int, page_size: int, until: int | None) -> list[HistoryRecord]:
     if until is not None and after >= until:
         return []
-    records = catalog.history(after=after, limit=page_size)
+    records = read(after, page_size)
     return records if until is None else [r for r in records if r.position <= until]

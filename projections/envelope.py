@@ -17,7 +17,7 @@ from projections.canonical import canonical_json
 
 SCHEMA = "toolcat.event/v1"
 GENESIS_HASH = "0" * 64
-_META_KEYS = ("timestamp", "originator_topic", "actor", "reason", "idempotency_key", "class_version")
+_META_KEYS = frozenset(("timestamp", "originator_topic", "actor", "reason", "idempotency_key", "class_version"))
 
 
 class Envelope(BaseModel):
@@ -82,7 +82,8 @@ def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope
         "idempotency_key": state.get("idempotency_key"),
         "data": {k: v for k, v in state.items() if k not in _META_KEYS},
     }
-    values = {k: v for k, v in body.items() if k != "schema"}
+    values = dict(body)
+    del values["schema"]
     values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
     return _trusted(values)
 

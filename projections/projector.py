@@ -154,11 +154,16 @@ _EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_versi
                  "actor", "reason", "idempotency_key", "prev_hash", "hash")
 
 
+# json.dumps(value, sort_keys=True) builds an encoder on every call; one built once writes the same bytes.
+_DATA_ENCODER = json.JSONEncoder(sort_keys=True)
+
+
 def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:
     """The `events` rows of a batch, column by column (Arrow builds each column in one pass)."""
     values = [e.__dict__ for e in envelopes]
     columns: dict[str, list[Any]] = {name: [v[name] for v in values] for name in _EVENT_FIELDS}
     columns["recorded_at"] = [when(e) for e in envelopes]
     # The stored form of `data` is json.dumps' default (", " and ": ", ASCII-escaped): the fingerprint covers it.
-    columns["data"] = [json.dumps(e.data, sort_keys=True) for e in envelopes]
+    encode = _DATA_ENCODER.encode
+    columns["data"] = [encode(e.data) for e in envelopes]
     return columns
