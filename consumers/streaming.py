@@ -11,11 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import duckdb
-from pydantic import ValidationError
-
 from consumers.kafka_io import Consumer, Producer, partitions_of
 from domain.errors import IntegrityFailure
-from projections.envelope import Envelope
+from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.projector import Projector, Tracking
 from projections.rows import insert_rows, run
 
@@ -53,20 +51,23 @@ class StreamProjector:
         return self.consumer.poll(timeout_ms)
 
     def apply(self, projector: Projector, messages: list[Any]) -> Tracking:
-        """Parse, order by position, apply in one transaction with the offsets, then commit them."""
+        """Parse and verify (each envelope's own hash), order by position, apply in one transaction with
+        the offsets, then commit them. The first bad message stops the batch: what came before it is
+        applied, it goes to the dead-letter topic with the reason, and CorruptMessage is raised."""
         envelopes, corrupt = [], None
         for message in messages:
             try:
-                envelopes.append(Envelope.model_validate_json(message.value))
-            except (ValidationError, ValueError, TypeError) as error:
-                corrupt = (message, f"not a toolcat.event/v1 envelope: {error}")
+                envelopes.append(parse_envelope(message.value))
+            except BadEnvelope as error:
+                corrupt = (message, str(error))
                 break
         offsets: dict[int, int] = {}
         for message in messages[:len(envelopes)]:
             offsets[message.partition] = max(offsets.get(message.partition, 0), message.offset + 1)
         envelopes.sort(key=lambda e: e.position)
-        tracking = projector.apply(envelopes, also=_save_offsets(self.topic, offsets)) if envelopes \
-            else projector.tracking()
+        # parse_envelope verified each one's hash: the projector checks only the links of the chain
+        tracking = projector.apply(envelopes, also=_save_offsets(self.topic, offsets), chained_here=True) \
+            if envelopes else projector.tracking()
         if offsets:
             self._commit(offsets)
         if corrupt:

@@ -84,13 +84,13 @@ def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope
     }
     values = {k: v for k, v in body.items() if k != "schema"}
     values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
-    return _trusted(values)
+    return trusted_envelope(values)
 
 
 _ALL_FIELDS = frozenset(Envelope.model_fields)
 
 
-def _trusted(values: dict[str, Any]) -> Envelope:
+def trusted_envelope(values: dict[str, Any]) -> Envelope:
     """An envelope built by this code from the store: every field is known good, so it skips validation
     (what pydantic's model_construct does, without its per-field default handling: the hot path)."""
     envelope = Envelope.__new__(Envelope)
