@@ -69,6 +69,8 @@ def _verified(values: Any, finite: bool) -> Envelope:
 
 
 def _check_fields(values: Any) -> None:
+    if type(values) is dict and values.keys() == _ALLOWED and _well_typed(values):
+        return  # every envelope the relay publishes: one look; the checks below name what is wrong
     if type(values) is not dict:
         raise _bad(f"a JSON {type(values).__name__}, not an object")
     if values.get("schema") != SCHEMA:
@@ -88,6 +90,14 @@ def _check_fields(values: Any) -> None:
             raise _bad(f"{name} is not an integer ≥ {lowest}")
     if type(values["data"]) is not dict:
         raise _bad("data is not an object")
+
+
+def _well_typed(v: dict[str, Any]) -> bool:
+    return (type(v["position"]) is int and v["position"] >= 1 and type(v["prev_position"]) is int
+            and v["prev_position"] >= 0 and type(v["originator_version"]) is int and v["originator_version"] >= 1
+            and type(v["type_version"]) is int and v["type_version"] >= 1 and type(v["data"]) is dict
+            and v["schema"] == SCHEMA and all(type(v[name]) is str for name in _TEXT)
+            and all(v[name] is None or type(v[name]) is str for name in _OPTIONAL_TEXT))
 
 
 def _bad(detail: str) -> BadEnvelope:

@@ -19,6 +19,7 @@ from infra.dev.measures import META, percentiles, rate
 from infra.relay import Relay, RelayState
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
+from projections.catchup import gc_paused
 from projections.envelope import chain_all
 from projections.projector import Projector
 
@@ -87,12 +88,19 @@ class KafkaFigures:
         stream.assign(con)
         projector = Projector(con)
 
-        def project_batch() -> int:
-            messages = stream.poll(timeout_ms=1000)
+        started: list[bool] = []  # whether a batch was read
+
+        def project_batch() -> int:  # as `project --from kafka` does (consumers/runner.py)
+            # The first, untimed batch is one fetch, as the raw consumer's: later ones gather several.
+            messages = stream.poll(timeout_ms=1000) if started else stream.consumer.poll(1000)
             if messages:
-                stream.apply(projector, messages)
+                started.append(True)
+                with gc_paused():
+                    stream.apply(projector, messages, settle=not stream.is_full(messages))
+            else:
+                projector.settle()
             return len(messages)
-        projected = steady_rate(project_batch, self.bench.stored)
+        projected = steady_rate(project_batch, self.bench.stored, finish=projector.settle)
         stream.consumer.close()
         con.close()
         self.bench.results["kafka_projection"] = {
@@ -165,9 +173,11 @@ class KafkaFigures:
         con.close()
 
 
-def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float = 600.0) -> float:
+def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float = 600.0,
+                finish: Callable[[], None] = lambda: None) -> float:
     """Messages per second after the first batch, so connecting and the first fetch are not timed; the
-    same for the raw consumer and the projector. `read_batch` handles one poll, returns how many it read."""
+    same for the raw consumer and the projector. `read_batch` handles one poll, returns how many it read;
+    `finish` (timed) completes the work once all are read."""
     deadline = time.perf_counter() + limit_seconds
     first = 0
     while not first and time.perf_counter() < deadline:
@@ -175,6 +185,7 @@ def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float 
     started, done = time.perf_counter(), first
     while done < total and time.perf_counter() < deadline:
         done += read_batch()
+    finish()
     return rate(done - first, time.perf_counter() - started)
 
 

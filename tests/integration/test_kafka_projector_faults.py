@@ -1,7 +1,8 @@
 """The Kafka-fed projector under faults: killed in the middle of a batch (a real child process that
 dies with os._exit, no cleanup) it keeps none of that batch and resumes from the offsets stored in the
 read model; a message that is not an envelope goes to the dead-letter topic and stops it, every time
-at the same place, after applying what came before.
+at the same place, after applying what came before; so does an altered envelope, or one of another
+schema, each with its reason.
 """
 from __future__ import annotations
 
