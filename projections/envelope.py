@@ -67,8 +67,16 @@ def format_time(moment: datetime) -> str:
 
 def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope:
     """The envelope of a stored event, chained to the one before it."""
+    body = envelope_body(record, prev_position)
+    values = {k: v for k, v in body.items() if k != "schema"}
+    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
+    return trusted_envelope(values)
+
+
+def envelope_body(record: HistoryRecord, prev_position: int) -> dict[str, Any]:
+    """The fields of a stored event's envelope that its hash covers (all but the two hashes)."""
     state = record.state
-    body = {
+    return {
         "schema": SCHEMA,
         "position": record.position,
         "prev_position": prev_position,
@@ -82,9 +90,6 @@ def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope
         "idempotency_key": state.get("idempotency_key"),
         "data": {k: v for k, v in state.items() if k not in _META_KEYS},
     }
-    values = {k: v for k, v in body.items() if k != "schema"}
-    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
-    return trusted_envelope(values)
 
 
 _ALL_FIELDS = frozenset(Envelope.model_fields)

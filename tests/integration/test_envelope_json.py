@@ -4,6 +4,7 @@ plus an envelope that does not match its own hash.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -11,6 +12,7 @@ import pytest
 
 from infra.settings import Settings
 from projections.envelope import GENESIS_HASH, Envelope, chain_all
+from projections.envelope_bytes import hash_matches, publish_all
 from projections.envelope_json import BadEnvelope, parse_envelope
 from tests.integration.test_canonical_json import stored_divergent_records
 
@@ -27,6 +29,32 @@ def test_given_published_envelopes_with_divergent_values_when_parsed_then_each_i
         assert parsed.to_json() == published, envelope.position
         assert (parsed.hash, parsed.expected_hash()) == (envelope.hash, envelope.hash)
         assert parsed.to_json() == Envelope.model_validate_json(published).to_json()
+
+
+def test_given_stored_events_with_divergent_values_when_published_as_bytes_then_they_are_the_envelopes_json(
+        sqlite_settings: Settings) -> None:
+    # given stored events whose values hit every divergence, chained after some earlier head
+    records = stored_divergent_records(sqlite_settings)
+    # when the relay's byte path publishes them
+    published = publish_all(records, 0, GENESIS_HASH)
+    # then each is byte for byte the envelope's canonical JSON, with the same hash and key
+    for envelope, message in zip(chain_all(records, 0, GENESIS_HASH), published, strict=True):
+        assert message.value == envelope.to_json(), envelope.position
+        assert (message.key, message.position, message.hash) == \
+            (envelope.originator_id.encode(), envelope.position, envelope.hash)
+        # and the parser verifies them from the bytes
+        assert hash_matches(message.value, envelope.prev_hash, envelope.hash)
+
+
+def test_given_an_envelope_in_another_key_order_when_parsed_then_its_hash_is_checked_on_its_content(
+        sqlite_settings: Settings) -> None:
+    # given a valid envelope written by another producer: other key order, spaces
+    envelope = chain_all(stored_divergent_records(sqlite_settings)[:2], 0, GENESIS_HASH)[1]
+    values = json.loads(envelope.to_json())  # orjson would read its integers beyond 64 bits as floats
+    reordered = json.dumps(dict(reversed(list(values.items())))).encode()
+    assert not hash_matches(reordered, envelope.prev_hash, envelope.hash)
+    # when it is parsed, then it is accepted: the same envelope
+    assert parse_envelope(reordered).to_json() == envelope.to_json()
 
 
 def a_published_envelope(sqlite_settings: Settings) -> dict[str, Any]:
