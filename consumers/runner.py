@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from consumers.kafka_io import Consumer
-from consumers.streaming import StreamProjector
+from consumers.streaming import BATCH_EVENTS, StreamProjector
 from projections.catchup import gc_paused
 from projections.projector import Projector, Tracking
 
@@ -28,11 +28,12 @@ class KafkaProjection:
     open_read_model: Callable[[], duckdb.DuckDBPyConnection | None]
     should_stop: Callable[[], bool]
     progress: Callable[[Tracking], None] | None = None
+    batch_events: int = BATCH_EVENTS  # the most messages one batch gathers (tests make it small)
 
     def run(self, follow: bool, idle_seconds: float) -> Tracking:
         """Project until stopped (`follow`) or until the topic was quiet for `idle_seconds`. While the
         topic is quiet a follower closes the read model, so readers are never locked out for long."""
-        stream = StreamProjector(self.consumer, self.topic, self.dead_letter)
+        stream = StreamProjector(self.consumer, self.topic, self.dead_letter, self.batch_events)
         con = None
         try:
             con = self.open_read_model()

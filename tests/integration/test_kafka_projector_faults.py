@@ -76,12 +76,12 @@ def child_project_kafka_and_die(settings_json: str, mode: str, batch_file: str) 
         return parts
 
     class DyingBeforeCommit(Projector):
-        def apply(self, envelopes: list[Any], also: Any = None) -> Any:
+        def apply(self, envelopes: list[Any], also: Any = None, **options: Any) -> Any:
             def also_then_die(connection: Any) -> None:
                 if also is not None:
                     also(connection)
                 os._exit(9)
-            return super().apply(envelopes, also=also_then_die)
+            return super().apply(envelopes, also=also_then_die, **options)
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
