@@ -54,6 +54,7 @@ class StreamProjector:
         self.consumer, self.topic, self.dead_letters = consumer, topic, dead_letters
         self.batch_events = batch_events
         self.partitions: list[int] = []
+        self._held: list[Any] = []  # fetched beyond the last batch's size
 
     def assign(self, con: duckdb.DuckDBPyConnection, wait_seconds: float = 10.0) -> None:
         """Read every partition of the topic from where this read model stopped."""
@@ -64,15 +65,17 @@ class StreamProjector:
 
     def poll(self, timeout_ms: int = 500) -> list[Any]:
         """The messages of one batch: wait up to `timeout_ms` for the first, then take what the client
-        fetches next without waiting for more, up to `batch_events` (a full batch: more is on its way)."""
-        messages = self.consumer.poll(timeout_ms)
+        fetches next without waiting for more, up to `batch_events` (a full batch: more is on its way);
+        what was fetched beyond that starts the next batch."""
+        messages, self._held = self._held or self.consumer.poll(timeout_ms), []
         until = time.monotonic() + GATHER_SECONDS
         while messages and len(messages) < self.batch_events and time.monotonic() < until:
             more = self.consumer.poll(MORE_WAIT_MS)
             if not more:
                 break
             messages.extend(more)
-        return messages
+        self._held = messages[self.batch_events:]  # the next batch's first messages
+        return messages[:self.batch_events]
 
     def is_full(self, messages: list[Any]) -> bool:
         """Whether a batch was cut at its size, so the topic is behind (its sets can wait: see apply)."""
