@@ -44,6 +44,9 @@ BATCH_EVENTS = PAGE_SIZE
 # Past the first poll, wait this long for one more fetch: long enough for the prefetch that follows a
 # poll to land while the topic is behind, short enough that a follower's batch ends quickly.
 MORE_WAIT_MS = 10
+# ...and go on only while polls come this full: a topic far behind gives whole fetches (about 1,600
+# envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency).
+GATHER_WHILE = 500
 # ...and stop gathering after this long, so a busy topic still yields a batch now and then.
 GATHER_SECONDS = 1.0
 
@@ -71,9 +74,9 @@ class StreamProjector:
         until = time.monotonic() + GATHER_SECONDS
         while messages and len(messages) < self.batch_events and time.monotonic() < until:
             more = self.consumer.poll(MORE_WAIT_MS)
-            if not more:
-                break
             messages.extend(more)
+            if len(more) < GATHER_WHILE:
+                break
         self._held = messages[self.batch_events:]  # the next batch's first messages
         return messages[:self.batch_events]
 
