@@ -14,7 +14,8 @@ from typing import Any
 import duckdb
 
 from consumers.kafka_io import Consumer
-from consumers.streaming import StreamProjector
+from consumers.streaming import BATCH_EVENTS, StreamProjector
+from projections.catchup import gc_paused
 from projections.projector import Projector, Tracking
 
 @dataclass
@@ -27,11 +28,12 @@ class KafkaProjection:
     open_read_model: Callable[[], duckdb.DuckDBPyConnection | None]
     should_stop: Callable[[], bool]
     progress: Callable[[Tracking], None] | None = None
+    batch_events: int = BATCH_EVENTS  # the most messages one batch gathers (tests make it small)
 
     def run(self, follow: bool, idle_seconds: float) -> Tracking:
         """Project until stopped (`follow`) or until the topic was quiet for `idle_seconds`. While the
         topic is quiet a follower closes the read model, so readers are never locked out for long."""
-        stream = StreamProjector(self.consumer, self.topic, self.dead_letter)
+        stream = StreamProjector(self.consumer, self.topic, self.dead_letter, self.batch_events)
         con = None
         try:
             con = self.open_read_model()
@@ -42,6 +44,8 @@ class KafkaProjection:
             while not self.should_stop():
                 messages = stream.poll()
                 if not messages:
+                    if con is not None:  # caught up: the sets a full batch left dirty are due now
+                        self._settle(con)
                     if not follow and time.monotonic() - idle_since > idle_seconds:
                         break
                     if follow and con is not None:
@@ -53,14 +57,21 @@ class KafkaProjection:
                 if con is None:
                     break
                 tracking = self._apply(stream, con, messages)
+            if con is not None:
+                self._settle(con)  # stopped after a full batch: its sets are refreshed before closing
         finally:
             if con is not None:
                 con.close()
             self.consumer.close()
         return tracking
 
+    def _settle(self, con: duckdb.DuckDBPyConnection) -> None:
+        Projector(con).settle()  # nothing to do when the last batch settled them
+        self.publish_changes(con)
+
     def _apply(self, stream: StreamProjector, con: duckdb.DuckDBPyConnection, messages: list[Any]) -> Tracking:
-        tracking = stream.apply(Projector(con), messages)
+        with gc_paused():  # as a store catch-up: a large batch's young objects hold no cycles
+            tracking = stream.apply(Projector(con), messages, settle=not stream.is_full(messages))
         self.publish_changes(con)
         if self.progress:
             self.progress(tracking)

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 import duckdb
-from pydantic import ValidationError
-
 from consumers.kafka_io import Consumer, Producer, partitions_of
 from domain.errors import IntegrityFailure
-from projections.envelope import Envelope
+from projections.envelope_json import BadEnvelope, parse_envelope
+from projections.catchup import PAGE_SIZE
 from projections.projector import Projector, Tracking
 from projections.rows import insert_rows, run
 
@@ -37,10 +37,27 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
     return save
 
 
+# A batch gathers the polls already fetched, up to a store catch-up's page: a batch's fixed cost (its
+# transaction, its Arrow inserts, its dirty-subject queries) is then spread as widely as there. A poll
+# holds only what one fetch brought (often ~2,000 envelopes), far less.
+BATCH_EVENTS = PAGE_SIZE
+# Past the first poll, wait this long for one more fetch: long enough for the prefetch that follows a
+# poll to land while the topic is behind, short enough that a follower's batch ends quickly.
+MORE_WAIT_MS = 10
+# ...and go on only while polls come this full: a topic far behind gives whole fetches (about 1,600
+# envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency).
+GATHER_WHILE = 500
+# ...and stop gathering after this long, so a busy topic still yields a batch now and then.
+GATHER_SECONDS = 1.0
+
+
 class StreamProjector:
-    def __init__(self, consumer: Consumer, topic: str, dead_letters: Callable[[Any, str], None]) -> None:
+    def __init__(self, consumer: Consumer, topic: str, dead_letters: Callable[[Any, str], None],
+                 batch_events: int = BATCH_EVENTS) -> None:
         self.consumer, self.topic, self.dead_letters = consumer, topic, dead_letters
+        self.batch_events = batch_events
         self.partitions: list[int] = []
+        self._held: list[Any] = []  # fetched beyond the last batch's size
 
     def assign(self, con: duckdb.DuckDBPyConnection, wait_seconds: float = 10.0) -> None:
         """Read every partition of the topic from where this read model stopped."""
@@ -50,26 +67,47 @@ class StreamProjector:
         self.consumer.assign(self.topic, self.partitions, stored_offsets(con, self.topic))
 
     def poll(self, timeout_ms: int = 500) -> list[Any]:
-        return self.consumer.poll(timeout_ms)
+        """The messages of one batch: wait up to `timeout_ms` for the first, then take what the client
+        fetches next without waiting for more, up to `batch_events` (a full batch: more is on its way);
+        what was fetched beyond that starts the next batch."""
+        messages, self._held = self._held or self.consumer.poll(timeout_ms), []
+        until = time.monotonic() + GATHER_SECONDS
+        while messages and len(messages) < self.batch_events and time.monotonic() < until:
+            more = self.consumer.poll(MORE_WAIT_MS)
+            messages.extend(more)
+            if len(more) < GATHER_WHILE:
+                break
+        self._held = messages[self.batch_events:]  # the next batch's first messages
+        return messages[:self.batch_events]
 
-    def apply(self, projector: Projector, messages: list[Any]) -> Tracking:
-        """Parse, order by position, apply in one transaction with the offsets, then commit them."""
+    def is_full(self, messages: list[Any]) -> bool:
+        """Whether a batch was cut at its size, so the topic is behind (its sets can wait: see apply)."""
+        return len(messages) >= self.batch_events
+
+    def apply(self, projector: Projector, messages: list[Any], settle: bool = True) -> Tracking:
+        """Parse and verify (each envelope's own hash), order by position, apply in one transaction with
+        the offsets, then commit them. The first bad message stops the batch: what came before it is
+        applied, it goes to the dead-letter topic with the reason, and CorruptMessage is raised.
+        Without `settle` the effective sets wait (marked dirty) for a later batch or `Projector.settle`,
+        as in a store catch-up: a topic far behind refreshes them once it is caught up, not per batch."""
         envelopes, corrupt = [], None
         for message in messages:
             try:
-                envelopes.append(Envelope.model_validate_json(message.value))
-            except (ValidationError, ValueError, TypeError) as error:
-                corrupt = (message, f"not a toolcat.event/v1 envelope: {error}")
+                envelopes.append(parse_envelope(message.value))
+            except BadEnvelope as error:
+                corrupt = (message, str(error))
                 break
         offsets: dict[int, int] = {}
         for message in messages[:len(envelopes)]:
             offsets[message.partition] = max(offsets.get(message.partition, 0), message.offset + 1)
         envelopes.sort(key=lambda e: e.position)
-        tracking = projector.apply(envelopes, also=_save_offsets(self.topic, offsets)) if envelopes \
-            else projector.tracking()
+        # parse_envelope verified each one's hash: the projector checks only the links of the chain
+        tracking = projector.apply(envelopes, also=_save_offsets(self.topic, offsets), chained_here=True,
+                                   settle=settle) if envelopes else projector.tracking()
         if offsets:
             self._commit(offsets)
         if corrupt:
+            projector.settle()  # the sets of what was applied, before stopping
             message, reason = corrupt
             self.dead_letters(message, reason)
             raise CorruptMessage(f"message at {message.topic}[{message.partition}] offset {message.offset} "

@@ -24,8 +24,11 @@ def producer(settings: Settings) -> Producer:
         acks="all",                 # an event counts as published only once every in-sync replica has it
         enable_idempotence=True,    # broker-side dedup of retried batches: no duplicates from retries
         max_in_flight_requests_per_connection=5,  # the most idempotence allows while keeping order
-        linger_ms=5,                # let a page of events fill batches; the relay's flush sends the last at once
-        batch_size=256 * 1024,      # pages of envelopes are a few hundred KB; fewer, larger requests
+        # Let a page of envelopes fill large batches (the relay's flush sends the last at once): measured
+        # on 20,000 envelopes, 0.50-0.58 s CPU against 1.03-1.06 s at kafka-python's defaults (linger 0,
+        # 16 KB); 1 MB batches or a 20 ms linger were no better.
+        linger_ms=5,
+        batch_size=256 * 1024,
         request_timeout_ms=10_000,  # fail fast enough to report a stopped broker within the retry budget
         max_block_ms=10_000,        # never hang forever waiting for metadata of an unreachable broker
     )))
@@ -44,10 +47,13 @@ def consumer(settings: Settings, group_id: str | None) -> Consumer:
         # Group timings from the settings; kafka-python wants the request timeout (below) above the session's.
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=max(1000, settings.kafka_session_timeout_ms // 5),
+        # Fewer, larger polls (the projector gathers them into batches: consumers/streaming.py): 0.11 s
+        # CPU for 20,000 envelopes against 0.15-0.17 s at the default 500.
         max_poll_records=POLL_RECORDS,
         fetch_max_wait_ms=50,        # new events become visible quickly instead of after up to 500 ms
-        # Fetch sizes stay kafka-python's: larger ones measured no faster here. What does matter is the
-        # `crc32c` package (a dependency): without it kafka-python checks CRCs in pure Python, ~8x slower.
+        # Fetch sizes stay kafka-python's: 256 KB, 4 MB and 8 MB partition fetches (with a 64 MB fetch_max)
+        # measured the same CPU (0.10-0.15 s per 20,000 envelopes). What does matter is the `crc32c`
+        # package (a dependency): without it kafka-python checks CRCs in pure Python, ~8x slower.
         request_timeout_ms=max(30_000, settings.kafka_session_timeout_ms + 5000),
     )))
 

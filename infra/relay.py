@@ -20,7 +20,8 @@ from domain.catalog import Catalog
 from domain.errors import Conflict, Unavailable
 from infra.kafka_clients import is_broker_error
 from infra.progress import Reached
-from projections.envelope import GENESIS_HASH, Envelope, chain_all
+from projections.envelope import GENESIS_HASH, chain_all
+from projections.envelope_bytes import Published, publish_all
 
 Notify = Callable[[str], None]
 
@@ -88,23 +89,23 @@ class Relay:
         self._producer: Producer | None = None
         self._published = 0  # in this run, for progress
 
-    def _publish(self, envelopes: list[Envelope]) -> None:
+    def _publish(self, messages: list[Published]) -> None:
         if self._producer is None:
             self._producer = self.make_producer()
         # raises Unavailable unless the broker acknowledged every one
-        self._producer.publish(self.topic, ((e.originator_id.encode(), e.to_json()) for e in envelopes))
+        self._producer.publish(self.topic, ((m.key, m.value) for m in messages))
 
     def relay_available(self) -> int:
         """Publish every stored event after the saved position; returns how many were published."""
         position, head = self.state.load()
         published = 0
         while records := self.catalog.history(after=position, limit=self.page_size):
-            envelopes = chain_all(records, position, head)
-            self._publish(envelopes)
-            position, head = envelopes[-1].position, envelopes[-1].hash
+            messages = publish_all(records, position, head)  # each event's JSON written once
+            self._publish(messages)
+            position, head = messages[-1].position, messages[-1].hash
             self.state.save(position, head)
-            published += len(envelopes)
-            self._published += len(envelopes)
+            published += len(messages)
+            self._published += len(messages)
             if self.progress:
                 self.progress(Reached(position, self._published))
         return published

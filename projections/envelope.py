@@ -67,8 +67,17 @@ def format_time(moment: datetime) -> str:
 
 def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope:
     """The envelope of a stored event, chained to the one before it."""
+    body = envelope_body(record, prev_position)
+    values = dict(body)  # a copy is cheaper than filtering on the hot path
+    del values["schema"]
+    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
+    return trusted_envelope(values)
+
+
+def envelope_body(record: HistoryRecord, prev_position: int) -> dict[str, Any]:
+    """The fields of a stored event's envelope that its hash covers (all but the two hashes)."""
     state = record.state
-    body = {
+    return {
         "schema": SCHEMA,
         "position": record.position,
         "prev_position": prev_position,
@@ -82,16 +91,12 @@ def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope
         "idempotency_key": state.get("idempotency_key"),
         "data": {k: v for k, v in state.items() if k not in _META_KEYS},
     }
-    values = dict(body)
-    del values["schema"]
-    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
-    return _trusted(values)
 
 
 _ALL_FIELDS = frozenset(Envelope.model_fields)
 
 
-def _trusted(values: dict[str, Any]) -> Envelope:
+def trusted_envelope(values: dict[str, Any]) -> Envelope:
     """An envelope built by this code from the store: every field is known good, so it skips validation
     (what pydantic's model_construct does, without its per-field default handling: the hot path)."""
     envelope = Envelope.__new__(Envelope)

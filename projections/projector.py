@@ -51,7 +51,8 @@ def read_tracking(con: duckdb.DuckDBPyConnection) -> Tracking:
 
 def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: bool = False) -> None:
     """Every envelope must follow the last applied one exactly; a hole or a broken link stops us.
-    Envelopes chained in this process from the store skip recomputing their own hash."""
+    Envelopes whose own hash this process computed or already verified (`chained_here`: chained from the
+    store, or parsed by projections.envelope_json) skip recomputing it."""
     position, head = tracking.position, tracking.hash
     for envelope in envelopes:
         if envelope.prev_position != position:

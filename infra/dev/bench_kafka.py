@@ -19,6 +19,7 @@ from infra.dev.measures import META, percentiles, rate
 from infra.relay import Relay, RelayState
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
+from projections.catchup import gc_paused
 from projections.envelope import chain_all
 from projections.projector import Projector
 
@@ -61,43 +62,53 @@ class KafkaFigures:
             payloads += [(e.originator_id.encode(), e.to_json()) for e in chained]
             position, head = chained[-1].position, chained[-1].hash
         # the same payloads into a scratch topic (the dead-letter one, unused here) by the library alone
-        raw_rate = raw_producer_rate(settings, settings.kafka_dlq_topic, payloads)
+        raw_rate, raw_cpu = raw_producer_rate(settings, settings.kafka_dlq_topic, payloads)
         producer = kafka_clients.producer(settings)  # connected before the clock starts, as the raw one
         relay = Relay(catalog, lambda: producer, settings.kafka_events_topic,
                       RelayState(self.bench.root / "relay.json"), page_size=5000)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         published = relay.relay_available()
-        relay_rate = rate(published, time.perf_counter() - started)
+        relay_rate, relay_cpu = rate(published, time.perf_counter() - started), time.process_time() - cpu
         relay.close()
         catalog.close()
         self.relayed_settings = settings
         self.bench.results["relay"] = {"client": settings.kafka_client, "events": published,
                                        "relay_events_per_s": relay_rate, "raw_producer_msgs_per_s": raw_rate,
-                                       "relay_vs_raw_producer": round(relay_rate / raw_rate, 3)}
+                                       "relay_vs_raw_producer": round(relay_rate / raw_rate, 3),
+                                       "relay_cpu_s": round(relay_cpu, 2), "raw_producer_cpu_s": round(raw_cpu, 2)}
 
     def kafka_projection(self) -> None:
         from consumers.streaming import StreamProjector
         if not hasattr(self, "relayed_settings"):
             self.relay()
         settings = self.relayed_settings
-        raw_rate = raw_consumer_rate(settings, self.bench.stored)
+        raw_rate, raw_cpu = raw_consumer_rate(settings, self.bench.stored)
         con = open_read_model(settings, self.bench.root / "from-kafka.duckdb")
         stream = StreamProjector(kafka_clients.consumer(settings, settings.kafka_group_id),
                                  settings.kafka_events_topic, lambda message, reason: None)
         stream.assign(con)
         projector = Projector(con)
 
-        def project_batch() -> int:
-            messages = stream.poll(timeout_ms=1000)
+        started: list[bool] = []  # whether a batch was read
+
+        def project_batch() -> int:  # as `project --from kafka` does (consumers/runner.py)
+            # The first, untimed batch is one fetch, as the raw consumer's: later ones gather several.
+            messages = stream.poll(timeout_ms=1000) if started else stream.consumer.poll(1000)
             if messages:
-                stream.apply(projector, messages)
+                started.append(True)
+                with gc_paused():
+                    stream.apply(projector, messages, settle=not stream.is_full(messages))
+            else:
+                projector.settle()
             return len(messages)
-        projected = steady_rate(project_batch, self.bench.stored)
+        projected, cpu = steady_rate(project_batch, self.bench.stored, finish=projector.settle)
         stream.consumer.close()
         con.close()
         self.bench.results["kafka_projection"] = {
             "client": settings.kafka_client, "events": self.bench.stored, "events_per_s": projected,
-            "raw_consumer_msgs_per_s": raw_rate, "kafka_to_duckdb_vs_raw_consumer": round(projected / raw_rate, 3)}
+            "raw_consumer_msgs_per_s": raw_rate, "kafka_to_duckdb_vs_raw_consumer": round(projected / raw_rate, 3),
+            # CPU seconds of this process (the client's threads included) over the same timed stretch
+            "cpu_s": round(cpu, 2), "raw_consumer_cpu_s": round(raw_cpu, 2)}
 
     def latency(self, per_second: int = 200, seconds: float = 5.0) -> None:
         home = Settings(home=self.bench.root / "latency")
@@ -165,20 +176,23 @@ class KafkaFigures:
         con.close()
 
 
-def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float = 600.0) -> float:
+def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float = 600.0,
+                finish: Callable[[], None] = lambda: None) -> tuple[float, float]:
     """Messages per second after the first batch, so connecting and the first fetch are not timed; the
-    same for the raw consumer and the projector. `read_batch` handles one poll, returns how many it read."""
+    same for the raw consumer and the projector. `read_batch` handles one poll, returns how many it read;
+    `finish` (timed) completes the work once all are read. Returns (rate, CPU seconds of the timed part)."""
     deadline = time.perf_counter() + limit_seconds
     first = 0
     while not first and time.perf_counter() < deadline:
         first = read_batch()
-    started, done = time.perf_counter(), first
+    started, cpu, done = time.perf_counter(), time.process_time(), first
     while done < total and time.perf_counter() < deadline:
         done += read_batch()
-    return rate(done - first, time.perf_counter() - started)
+    finish()
+    return rate(done - first, time.perf_counter() - started), time.process_time() - cpu
 
 
-def raw_consumer_rate(settings: Settings, total: int) -> float:
+def raw_consumer_rate(settings: Settings, total: int) -> tuple[float, float]:
     """The client library alone (no envelope, no projector) reading the events topic into nothing."""
     consumer = kafka_clients.consumer(settings, None)
     try:
@@ -196,12 +210,12 @@ def raw_consumer_rate(settings: Settings, total: int) -> float:
         consumer.close()
 
 
-def raw_producer_rate(settings: Settings, topic: str, payloads: list[KeyValue]) -> float:
+def raw_producer_rate(settings: Settings, topic: str, payloads: list[KeyValue]) -> tuple[float, float]:
     """The client library alone producing `payloads` to `topic` and waiting until the broker has them all."""
     producer = kafka_clients.producer(settings)
     library = producer.client
     try:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         if settings.kafka_client == "confluent":
             for key, value in payloads:
                 while True:
@@ -214,6 +228,6 @@ def raw_producer_rate(settings: Settings, topic: str, payloads: list[KeyValue]) 
             for key, value in payloads:
                 library.send(topic, key=key, value=value)
         library.flush(60)
-        return rate(len(payloads), time.perf_counter() - started)
+        return rate(len(payloads), time.perf_counter() - started), time.process_time() - cpu
     finally:
         producer.close()

@@ -43,9 +43,8 @@ def test_given_a_divergent_value_when_written_canonically_then_the_bytes_are_the
     assert canonical_json(value) == reference_json(value)
 
 
-def test_given_stored_events_with_divergent_values_when_chained_then_envelopes_and_hashes_are_unchanged(
-        sqlite_settings: Settings) -> None:
-    # given events in the store whose values hit every divergence (an input schema can hold any JSON)
+def stored_divergent_records(sqlite_settings: Settings) -> list[Any]:
+    """Stored events whose values hit every divergence (an input schema can hold any JSON), read back."""
     catalog = open_catalog(sqlite_settings)
     try:
         catalog.init(preset("tyrum"), META)
@@ -69,6 +68,13 @@ def test_given_stored_events_with_divergent_values_when_chained_then_envelopes_a
         records = catalog.history(after=0, limit=1000)
     finally:
         catalog.close()
+    return records
+
+
+def test_given_stored_events_with_divergent_values_when_chained_then_envelopes_and_hashes_are_unchanged(
+        sqlite_settings: Settings) -> None:
+    # given events in the store whose values hit every divergence
+    records = stored_divergent_records(sqlite_settings)
     # when they are chained with the fast canonical form
     envelopes = chain_all(records, 0, GENESIS_HASH)
     # then each envelope's hash is the one the reference form gives, and the published bytes are the same

@@ -1,7 +1,8 @@
 """The Kafka-fed projector under faults: killed in the middle of a batch (a real child process that
 dies with os._exit, no cleanup) it keeps none of that batch and resumes from the offsets stored in the
 read model; a message that is not an envelope goes to the dead-letter topic and stops it, every time
-at the same place, after applying what came before.
+at the same place, after applying what came before; so does an altered envelope, or one of another
+schema, each with its reason.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from consumers.streaming import CorruptMessage
+from infra.cli import run as run_command
 from infra.settings import Settings
 from tests.integration.kafka_support import (
     on_both_kafka_clients,
@@ -73,12 +76,12 @@ def child_project_kafka_and_die(settings_json: str, mode: str, batch_file: str) 
         return parts
 
     class DyingBeforeCommit(Projector):
-        def apply(self, envelopes: list[Any], also: Any = None) -> Any:
+        def apply(self, envelopes: list[Any], also: Any = None, **options: Any) -> Any:
             def also_then_die(connection: Any) -> None:
                 if also is not None:
                     also(connection)
                 os._exit(9)
-            return super().apply(envelopes, also=also_then_die)
+            return super().apply(envelopes, also=also_then_die, **options)
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -185,3 +188,45 @@ def test_a_corrupt_message_is_dead_lettered_and_stops_the_projector_at_the_same_
             (kafka_settings.kafka_events_topic, 0, bad_offset)
         assert base64.b64decode(letter["value_base64"]) == b"not json"
         assert "envelope" in letter["reason"]
+
+
+# -- 6. an envelope that is altered or of another schema ---------------------------------------------
+
+def next_envelope_altered(last: dict[str, Any]) -> dict[str, Any]:
+    """The envelope after `last`, its data altered after it was hashed (its hash kept)."""
+    return {**last, "position": last["position"] + 1, "prev_position": last["position"],
+            "prev_hash": last["hash"], "data": {**last["data"], "forged": True}}
+
+
+def next_envelope_of_another_schema(last: dict[str, Any]) -> dict[str, Any]:
+    return {**next_envelope_altered(last), "schema": "toolcat.event/v2"}
+
+
+@pytest.mark.parametrize(("spoil", "reason"), [
+    (next_envelope_altered, "does not match its hash"),
+    (next_envelope_of_another_schema, "schema is 'toolcat.event/v2'"),
+], ids=["altered", "another schema"])
+def test_an_altered_envelope_or_one_of_another_schema_is_dead_lettered_with_its_reason(
+        kafka_settings: Settings, tmp_path: Path, spoil: Any, reason: str) -> None:
+    home = kafka_settings.home
+    run_in_process(home, BEFORE_SUBJECTS)
+    valid = store_head(kafka_settings)
+    relay_all(kafka_settings, tmp_path / "relay-state.json")
+    published = events_on_topic(kafka_settings, range(1, valid + 1))
+    # Given, after the valid envelopes, one spoiled
+    last = max((json.loads(m.value) for m in published), key=lambda e: e["position"])
+    produce_raw(kafka_settings, kafka_settings.kafka_events_topic, json.dumps(spoil(last)).encode(), b"spoiled")
+
+    # When the topic is projected into a fresh home (in this process)
+    other = kafka_settings.model_copy(update={"home": tmp_path / "from-kafka"})
+    with pytest.raises(CorruptMessage) as raised:
+        run_command(["project", "--from", "kafka", "--idle-seconds", "2"], other)
+
+    # Then it stops at the spoiled message with the reason, having applied every valid envelope
+    assert (raised.value.code, raised.value.details["offset"]) == ("corrupt_message", valid)
+    assert reason in raised.value.message
+    assert_each_position_once(read_model_facts(other.home), valid)
+    # and the spoiled message is on the dead-letter topic with the same reason
+    dead = read_topic(kafka_settings, kafka_settings.kafka_dlq_topic, lambda m: len(m) >= 1, what="a dead letter")
+    letter = json.loads(dead[0].value)
+    assert reason in letter["reason"] and letter["offset"] == valid

@@ -1,0 +1,58 @@
+"""`project --from kafka` gathers polls into large batches and, while the topic is behind (a batch cut at
+its size), leaves the effective sets to be refreshed once it is caught up, as a store catch-up does.
+With tiny batches every batch but the last is cut at its size: the read model must still equal the
+store-fed one, its sets be valid through the head, and the changelog hold each subject's final set.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from consumers.runner import KafkaProjection
+from infra import kafka_clients
+from infra.projecting import changelog_publisher
+from infra.settings import Settings
+from infra.wiring import open_read_model
+from projections.effective import subjects_at
+from projections.effective_sets import is_settled
+from projections.fingerprint import fingerprint
+from projections.queries import current_effective
+from tests.integration.kafka_support import events_on_topic, read_topic, relay_all, store_fingerprint, store_head
+from tests.support import SCRIPT, run_in_process
+
+
+def test_a_topic_projected_in_batches_cut_at_their_size_ends_with_the_store_fed_sets_and_changelog(
+        kafka_settings: Settings, tmp_path: Path) -> None:
+    # Given the example story in the store, relayed to the events topic
+    run_in_process(kafka_settings.home, SCRIPT)
+    head = store_head(kafka_settings)
+    relay_all(kafka_settings, tmp_path / "relay-state.json")
+    events_on_topic(kafka_settings, range(1, head + 1))
+    store_head_position, store_print = store_fingerprint(kafka_settings, tmp_path / "store.duckdb")
+
+    # When it is projected from Kafka in batches of at most 7 events
+    path = tmp_path / "from-kafka.duckdb"
+    tracking = KafkaProjection(
+        consumer=kafka_clients.consumer(kafka_settings, kafka_settings.kafka_group_id),
+        topic=kafka_settings.kafka_events_topic, dead_letter=lambda message, reason: None,
+        publish_changes=changelog_publisher(kafka_settings),
+        open_read_model=lambda: open_read_model(kafka_settings, path), should_stop=lambda: False,
+        batch_events=7).run(follow=False, idle_seconds=1)
+
+    # Then the read model is the store-fed one, its sets valid through the head
+    assert tracking.position == head == store_head_position
+    con = open_read_model(kafka_settings, path)
+    try:
+        assert fingerprint(con) == store_print
+        assert is_settled(con, head)
+        # and the changelog's last document for each subject is that subject's set now
+        subjects = {f"{kind}:{name}" for kind, name in subjects_at(con)}
+        published = read_topic(kafka_settings, kafka_settings.kafka_effective_topic,
+                               lambda m: subjects <= {message.key.decode() for message in m},
+                               what=f"a document for each of {len(subjects)} subjects")
+        latest = {message.key.decode(): json.loads(message.value) for message in published}
+        for subject, document in latest.items():
+            assert document["tools"] == json.loads(json.dumps(current_effective(con, subject))), subject
+            assert document["position"] <= head
+    finally:
+        con.close()
