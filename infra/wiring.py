@@ -49,11 +49,17 @@ def postgres_env(url: str) -> dict[str, str]:
     return env
 
 
-def open_catalog(settings: Settings, attempts: int = 6) -> Catalog:
+def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int = 0) -> Catalog:
     """The Catalog application on the configured store. Processes starting at the same moment race to
     create the tables (PostgreSQL reports "tuple concurrently updated", SQLite "database is locked"):
-    a few quick retries settle it."""
+    a few quick retries settle it. `cached_aggregates`: keep up to that many aggregates in memory
+    (eventsourcing's aggregate cache) for a long-running process that writes many times."""
     env = store_env(settings)
+    if cached_aggregates:
+        # Each read of a cached aggregate still reads the events stored after it (fast-forward, the
+        # library's default), so another process's writes are seen and conflicts are still refused; a
+        # command gets a deep copy, so one that fails changes nothing kept.
+        env["AGGREGATE_CACHE_MAXSIZE"] = str(cached_aggregates)
     for attempt in range(attempts):
         try:
             return Catalog(env=env)

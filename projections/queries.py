@@ -10,8 +10,7 @@ import duckdb
 from domain.errors import RetiredAlias, Unavailable, UnknownTool, UsageError
 from domain.grammar import check_id_text
 from domain.window import REMOVAL_STEPS, earliest_removal
-from projections.effective_sets import valid_through
-from projections.projector import read_tracking
+from projections.projector import PROJECTION
 from projections.rows import run, scalar, select_rows
 from projections.schema import AS_OF
 from projections.sqlfiles import query
@@ -181,10 +180,26 @@ def position_at_time(con: duckdb.DuckDBPyConnection, moment: str) -> int:
 def current_effective(con: duckdb.DuckDBPyConnection, subject: str) -> list[dict[str, Any]]:
     """A subject's current set, as materialized (one row per subject, already in answer form); refused
     while the materialized sets trail the tracking row (a catch-up under way, or one that crashed)."""
-    reached, valid = read_tracking(con).position, valid_through(con)
+    return current_set(con, subject)[1]
+
+
+def current_set(con: duckdb.DuckDBPyConnection, subject: str, named: tuple[str, str] | None = None
+                ) -> tuple[int, list[dict[str, Any]]] | None:
+    """(the read model's position, the subject's current set) as `current_effective` answers it, read in one
+    statement: each statement costs about a millisecond, most of a read. With `named` (kind, name): None
+    when that subject does not exist now (as `subject_exists` tells)."""
+    table = "unit_history" if named and named[0] == "unit" else "agent_history"
+    exists = f"(SELECT count(*) FROM {table} WHERE name = $name AND valid_to IS NULL)" if named else "1"
+    reached, valid, present, tools = run(con, f"""
+        SELECT (SELECT position FROM tracking WHERE projection = $projection),
+               (SELECT max(position) FROM effective_valid), {exists},
+               (SELECT tools FROM effective_documents WHERE subject = $s)""",
+        {"projection": PROJECTION, "s": subject} | ({"name": named[1]} if named else {}))[0]
+    if not present:
+        return None
+    reached, valid = reached or 0, valid or 0
     if valid < reached:
         raise Unavailable(f"the effective sets are valid through position {valid}, behind the read model's "
                           f"{reached}; the catch-up under way refreshes them at its end (after a crash, the next "
                           "catch-up of this home does: any read or project)", valid_through=valid, position=reached)
-    found = run(con, "SELECT tools FROM effective_documents WHERE subject = $s", {"s": subject})
-    return json.loads(found[0][0]) if found else []
+    return reached, json.loads(tools) if tools is not None else []

@@ -6,6 +6,8 @@ import argparse
 import re
 from typing import Any
 
+import duckdb
+
 from domain.errors import UnknownSubject, UsageError
 from domain.subjects import parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain
@@ -48,8 +50,8 @@ def moment(ctx: Context) -> int | None:
     if a.at is not None and a.as_of is not None:
         raise UsageError("give --at or --as-of, not both")
     con = ctx.read_model()
-    head = read_tracking(con).position
     if a.at is not None:
+        head = read_tracking(con).position
         if a.at < 0 or a.at > head:
             raise UsageError(f"--at {a.at} is outside the history (0 to {head})", head=head)
         return a.at
@@ -84,14 +86,15 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
 def cmd_effective(ctx: Context) -> Reply:
     at = moment(ctx)
     effective_at = parse_effective_at(ctx.args.effective_at)
-    kind, name = _subject(ctx, at)
-    con = ctx.read_model()
     if at is None and effective_at is None:
-        tools = queries.current_effective(con, f"{kind}:{name}")
+        document = current_document(ctx.read_model(), ctx.args.subject)
+        tools, position = document["tools"], document["position"]
     else:
-        rows = effective_rows(con, [(kind, name)], at if at is not None else INFINITY, effective_at)
+        kind, name = _subject(ctx, at)
+        rows = effective_rows(ctx.read_model(), [(kind, name)], at if at is not None else INFINITY, effective_at)
         tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in rows]
-    position = read_tracking(con).position if at is None else at
+        position = read_tracking(ctx.read_model()).position if at is None else at
+    con = ctx.read_model()
     if ctx.args.with_classes:
         tools = with_classes(con, tools, position)
     document = {"subject": ctx.args.subject, "position": position, "tools": tools}
@@ -103,6 +106,15 @@ def cmd_effective(ctx: Context) -> Reply:
                   [[t["tool_id"], t["provenance"], t["inherited_from"], t["exposure"], t["description"]]
                    for t in tools])
     return Reply(document, [table])
+
+
+def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
+    """`effective SUBJECT --json` for now: the subject, the read model's position and the current set."""
+    kind, name = parse_subject(subject)
+    found = queries.current_set(con, f"{kind}:{name}", (kind, name))
+    if found is None:
+        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
+    return {"subject": subject, "position": found[0], "tools": found[1]}
 
 
 def cmd_explain(ctx: Context) -> Reply:

@@ -27,9 +27,14 @@ def run_command(request: Request, command: str, values: dict[str, Any]) -> Reply
     return run(["--json", *argv_for(command, values)], state.settings, backend=state)
 
 
+def encode(document: Any) -> bytes:
+    """A JSON answer's body."""
+    return json.dumps(document, default=str).encode()
+
+
 def json_response(document: Any, status: int = 200, headers: dict[str, str] | None = None,
                   media_type: str = "application/json") -> Response:
-    return Response(json.dumps(document, default=str), status_code=status, headers=headers, media_type=media_type)
+    return Response(encode(document), status_code=status, headers=headers, media_type=media_type)
 
 
 def respond(request: Request, reply: Reply, headers: dict[str, str] | None = None) -> Response:

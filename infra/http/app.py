@@ -16,6 +16,7 @@ from infra.http import operators, reads, snapshots, sql, watch, who_can, writes
 from infra.http import route_reads
 from infra.http import proposals
 from infra.http.auth import TokenBook, require
+from infra.http.current_sets import CurrentSets
 from infra.http.limits import SizeLimits
 from infra.http.metrics import RequestTimer
 from infra.http.problems import NotFound, problem
@@ -38,6 +39,7 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
 
     app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.server, app.state.tokens, app.state.snapshots = state, tokens, publisher
+    app.state.current_sets = CurrentSets(state)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router,

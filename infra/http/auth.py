@@ -115,8 +115,10 @@ def is_loopback(host: str | None) -> bool:
 
 def require(scope: str) -> Any:
     """A dependency: the principal making the request, which must hold `scope`."""
-    def authorize(request: Request,
-                  credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+    # In the event loop (async), not FastAPI's thread pool: a stat of the token file and a digest cost less
+    # than the hop.
+    async def authorize(request: Request,
+                        credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
         book: TokenBook = request.app.state.tokens
         if credentials is not None:
             principal = book.principal(credentials.credentials)

@@ -58,8 +58,10 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
     publisher = SnapshotPublisher(state)
     app = create_app(state, TokenBook(settings.home, address.token), publisher)
+    # http="httptools": parse HTTP in C (uvicorn's default picks it only when installed; it is a dependency,
+    # so a missing one fails loudly instead of silently serving at h11's pace).
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                           timeout_graceful_shutdown=GRACEFUL_SECONDS))
+                                           timeout_graceful_shutdown=GRACEFUL_SECONDS, http="httptools"))
     # uvicorn raises the stopping signal again once it has shut down: by then it has done its work, so the
     # handlers it puts back (these) only note it, and the command finishes and exits 0.
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -28,10 +28,16 @@ from projections.user_sql import sandbox_config
 log = logging.getLogger("toolcat.serve")
 
 
+# Aggregates the server's catalog keeps in memory: a write reads a few (the subject, the tool, its name
+# claim, the policy), and rebuilding one from its events costs as much as it has events (a unit with a
+# thousand grants, a thousand). Enough for the 10k-tool benchmark catalog's tools and claims.
+CACHED_AGGREGATES = 50_000
+
+
 class ServerState:
     def __init__(self, settings: Settings, source: str, metrics: ServerMetrics) -> None:
         self.settings, self.source, self.metrics = settings, source, metrics
-        self.catalog: Catalog = open_catalog(settings)
+        self.catalog: Catalog = open_catalog(settings, cached_aggregates=CACHED_AGGREGATES)
         # The owning connection; only the follower writes with it. Opened with the user-SQL sandbox: it
         # answers `POST /v1/sql`, and DuckDB takes a connection's config only when it opens the file.
         self.con = open_read_model(settings, config=sandbox_config())
@@ -159,6 +165,14 @@ class ServerState:
                     raise not_reached(self.position, wanted)
                 self._applied.wait(left)
 
+    def wait_until_fresh(self, freshness: Freshness) -> None:
+        """Until the applied position is as fresh as asked: by default caught up with the store's head when
+        following the store, else what is applied."""
+        wanted = freshness.min_position
+        if wanted is None:
+            wanted = self.store_head() if self.source == "store" else self.position
+        self.wait_for(wanted, freshness.timeout)
+
     def writer_cursor(self) -> duckdb.DuckDBPyConnection:
         with self._making:
             return self.con.cursor()
@@ -170,12 +184,9 @@ class ServerState:
 
     @contextlib.contextmanager
     def read_model(self, freshness: Freshness) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A reader cursor in a transaction of its own, once the read model is as fresh as asked: by
-        default caught up with the store's head when following the store, else what is applied."""
-        wanted = freshness.min_position
-        if wanted is None:
-            wanted = self.store_head() if self.source == "store" else self.position
-        self.wait_for(wanted, freshness.timeout)
+        """A reader cursor in a transaction of its own, once the read model is as fresh as asked
+        (`wait_until_fresh`)."""
+        self.wait_until_fresh(freshness)
         try:
             cursor = self._idle.get_nowait()
         except queue.Empty:

@@ -19,6 +19,8 @@ from starlette.concurrency import run_in_threadpool
 
 from consumers.watch import diff
 from domain.errors import UnknownSubject, UsageError
+from infra.cli.effective import current_document
+from infra.freshness import Freshness
 from infra.http.answers import run_command, server_of
 from infra.http.auth import require
 
@@ -32,11 +34,14 @@ def _set_at(request: Request, subject: str, position: int | None, caught_up: boo
     """The subject's set now (None) or as of `position`; empty where the subject did not exist yet.
     `caught_up`: first wait until the read model holds every write the store holds (a stream opened
     right after the write creating its subject must find it); later looks take what is applied."""
-    values: dict[str, Any] = {"subject": subject} if caught_up else {"subject": subject, "min_position": 0}
-    if position is not None:
-        values["at"] = position
+    freshness = Freshness() if caught_up else Freshness(min_position=0)
     try:
-        document = run_command(request, "effective", values).document
+        if position is None:  # the current set: the command's document, without its argument parsing
+            with server_of(request).read_model(freshness) as con:
+                document = current_document(con, subject)
+        else:
+            values = {"subject": subject, "at": position, "min_position": freshness.min_position}
+            document = run_command(request, "effective", values).document
     except UnknownSubject:
         if position is None:
             raise

@@ -1,0 +1,63 @@
+"""The server's hot read, in process: a subject's current effective set is answered with exactly the bytes
+the command line's `effective SUBJECT --json` document encodes to, kept while the read model stands still
+and read again once a batch moves it."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from domain.base import Meta
+from domain.errors import UnknownSubject, UsageError
+from infra.cli import run
+from infra.freshness import Freshness
+from infra.http.answers import encode
+from infra.http.current_sets import CurrentSets
+from infra.http.metrics import ServerMetrics
+from infra.http.state import ServerState
+from infra.settings import Settings
+from tests.support import run_example
+
+META = Meta(actor="tester")
+
+
+@pytest.fixture
+def state(sqlite_settings: Settings) -> Iterator[ServerState]:
+    run_example(sqlite_settings.home)
+    server = ServerState(sqlite_settings.model_copy(update={"follow_poll_seconds": 0.05}), "store", ServerMetrics())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _commands_bytes(state: ServerState, subject: str) -> bytes:
+    return encode(run(["--json", "effective", subject], state.settings, backend=state).document)
+
+
+def test_a_kept_answer_is_the_commands_bytes_until_a_batch_moves_the_read_model(state: ServerState) -> None:
+    sets = CurrentSets(state)
+    # given the set read once
+    position, body = sets.answer("agent:triage", Freshness())
+    # when it is asked for again with nothing applied meanwhile, then the same answer: the command's bytes
+    assert sets.answer("agent:triage", Freshness()) == (position, body)
+    assert body == _commands_bytes(state, "agent:triage")
+    assert json.loads(body)["tools"]
+    # when a write is applied
+    written = state.catalog.create_unit("ops", None, META).position
+    assert written is not None and written > position
+    # then the next answer is read at the new position, and is still the command's bytes
+    moved, again = sets.answer("agent:triage", Freshness())
+    assert moved == written
+    assert again == _commands_bytes(state, "agent:triage")
+    assert json.loads(again)["tools"] == json.loads(body)["tools"]
+
+
+def test_unknown_and_malformed_subjects_are_refused_as_the_command_refuses_them(state: ServerState) -> None:
+    sets = CurrentSets(state)
+    with pytest.raises(UnknownSubject):
+        sets.answer("agent:nobody", Freshness())
+    with pytest.raises(UsageError):
+        sets.answer("nobody", Freshness())
