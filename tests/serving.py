@@ -71,3 +71,16 @@ def serving(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterat
 def tokens(home: Path, **scopes: str) -> dict[str, str]:
     """Tokens by name, e.g. tokens(home, admin="read,write,audit")."""
     return {name: create_token(home, name, scope.split(",")) for name, scope in scopes.items()}
+
+
+@contextlib.contextmanager
+def following_state(settings: Any) -> Iterator[Any]:
+    """The server's owner of the read model, in this process, following the store every 50 ms; stopped after."""
+    from infra.http.metrics import ServerMetrics
+    from infra.http.state import ServerState
+    server = ServerState(settings.model_copy(update={"follow_poll_seconds": 0.05}), "store", ServerMetrics())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

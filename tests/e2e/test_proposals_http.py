@@ -3,7 +3,6 @@ posted to /v1/proposal/make is planned and held; /v1/proposal/apply confirms it 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx

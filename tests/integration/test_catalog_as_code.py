@@ -64,7 +64,7 @@ def test_plan_then_apply_builds_the_manifest_and_predicts_its_effects(cli: Any, 
     # when the proposal is applied
     applied = ok(cli("apply", planned["proposal_id"]))
     # then every command was saved in one write, tagged with the proposal id
-    tags = ok(cli("sql", f"SELECT DISTINCT idempotency_key AS tag FROM events WHERE position > 1"))
+    tags = ok(cli("sql", "SELECT DISTINCT idempotency_key AS tag FROM events WHERE position > 1"))
     assert tags == [{"tag": f"proposal:{planned['proposal_id']}"}]
     assert applied["events"][-2]["type"] == "Proposal.Applied"
     # and the catalog exports as the manifest, and the predicted effects are the effects

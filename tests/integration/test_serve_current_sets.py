@@ -14,9 +14,9 @@ from infra.cli import run
 from infra.freshness import Freshness
 from infra.http.answers import encode
 from infra.http.current_sets import CurrentSets
-from infra.http.metrics import ServerMetrics
 from infra.http.state import ServerState
 from infra.settings import Settings
+from tests.serving import following_state
 from tests.support import run_example
 
 META = Meta(actor="tester")
@@ -25,12 +25,8 @@ META = Meta(actor="tester")
 @pytest.fixture
 def state(sqlite_settings: Settings) -> Iterator[ServerState]:
     run_example(sqlite_settings.home)
-    server = ServerState(sqlite_settings.model_copy(update={"follow_poll_seconds": 0.05}), "store", ServerMetrics())
-    server.start()
-    try:
+    with following_state(sqlite_settings) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _commands_bytes(state: ServerState, subject: str) -> bytes:

@@ -13,13 +13,14 @@ import pytest
 from domain.base import Meta
 from domain.errors import Unavailable
 from infra.freshness import Freshness
-from infra.http.metrics import ServerMetrics
 from infra.http.snapshot import snapshot_path
 from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.projector import read_tracking
+
+from tests.serving import following_state
 
 META = Meta(actor="tester")
 
@@ -29,12 +30,8 @@ def state(sqlite_settings: Settings) -> Iterator[ServerState]:
     catalog = open_catalog(sqlite_settings)
     catalog.create_unit("eng", None, META)
     catalog.close()
-    server = ServerState(sqlite_settings.model_copy(update={"follow_poll_seconds": 0.05}), "store", ServerMetrics())
-    server.start()
-    try:
+    with following_state(sqlite_settings) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_lease_is_one_snapshot_while_the_follower_applies_more(state: ServerState) -> None:
