@@ -6,11 +6,10 @@ DuckDB versions (md5 and sha256 are fixed functions; DuckDB's `hash()` is not gu
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import duckdb
-
-from projections.rows import scalar
 
 # The hash of row `r`; SQL files name the relation they digest `r`.
 ROW_MD5 = "md5(CAST(r AS VARCHAR))"
@@ -19,5 +18,11 @@ SET_DIGEST = "sha256(coalesce(string_agg(row_md5, '' ORDER BY row_md5), ''))"
 
 
 def digest(con: duckdb.DuckDBPyConnection, select: str, params: dict[str, Any] | None = None) -> str:
-    """The digest of the rows `select` returns, computed inside DuckDB: small in memory for any size."""
-    return scalar(con, f"SELECT {SET_DIGEST} FROM (SELECT {ROW_MD5} AS row_md5 FROM ({select}) r)", params)
+    """The digest of the rows `select` returns: SET_DIGEST's value, with the row hashes sorted by DuckDB (which
+    spills to disk) and hashed here as they stream. SET_DIGEST's `string_agg` would hold every row hash in one
+    string, which cannot spill: at a million events, effective_tools' hashes alone outgrow the memory limit."""
+    cursor = con.execute(f"SELECT {ROW_MD5} AS row_md5 FROM ({select}) r ORDER BY row_md5", params or [])
+    whole = hashlib.sha256()
+    while rows := cursor.fetchmany(65536):
+        whole.update("".join(row[0] for row in rows).encode())
+    return whole.hexdigest()
