@@ -16,7 +16,7 @@ from infra.http.answers import respond, run_command, server_of
 from domain.errors import UsageError
 from domain.naming import PRESETS
 from infra.http.auth import Principal, require
-from infra.http.reads import AUDIT, READ, Fresh
+from infra.http.reads import AUDIT, FRESH, READ, Fresh
 from infra.http.writes import _inline_files
 
 router = APIRouter(tags=["proposals"])
@@ -73,18 +73,18 @@ def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Dep
 
 # -- reads -------------------------------------------------------------------------------------------------
 @router.get("/v1/proposals", summary="toolcat proposal list")
-def list_proposals(request: Request, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+def list_proposals(request: Request, fresh: Fresh = FRESH, _: Any = READ) -> Response:
     return respond(request, run_command(request, "proposal list", fresh.values))
 
 
 @router.get("/v1/proposals/{proposal_id}", summary="toolcat proposal show PROPOSAL_ID")
-def show_proposal(request: Request, proposal_id: str, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+def show_proposal(request: Request, proposal_id: str, fresh: Fresh = FRESH, _: Any = READ) -> Response:
     return respond(request, run_command(request, "proposal show", {"proposal_id": proposal_id, **fresh.values}))
 
 
 @router.get("/v1/audit/what-if", tags=["audit"], summary="toolcat audit what-if --policy NAME [--at P]")
 def audit_what_if(request: Request, policy: str = Query(..., description="a preset naming policy"),
-                  at: int | None = Query(None, ge=0), fresh: Fresh = Depends(), _: Any = AUDIT) -> Response:
+                  at: int | None = Query(None, ge=0), fresh: Fresh = FRESH, _: Any = AUDIT) -> Response:
     if policy not in PRESETS:  # a file name would be read on the server: only presets over HTTP
         raise UsageError(f"over HTTP, 'policy' names a preset ({', '.join(PRESETS)})", option="policy")
     return respond(request, run_command(request, "audit what-if", {"policy": policy, "at": at, **fresh.values}))

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from infra.http.answers import respond, run_command
-from infra.http.reads import READ, Fresh, path
+from infra.http.reads import FRESH, READ, Fresh, path
 
 router = APIRouter(tags=["routing"])
 
 
 @router.get(path("route check"))
 def route_check(request: Request, subject: str, call: str, after: list[str] = Query([]),
-                at: int | None = Query(None, ge=0), fresh: Fresh = Depends(), _: Any = READ) -> Response:
+                at: int | None = Query(None, ge=0), fresh: Fresh = FRESH, _: Any = READ) -> Response:
     values = {"subject": subject, "call": call, "after": after, "at": at, **fresh.values}
     return respond(request, run_command(request, "route check", values))
 
 
 @router.get(path("route node"))
 def route_node(request: Request, tool: str, node: str | None = None, lane: str | None = None,
-               secret_ref: str | None = None, fresh: Fresh = Depends(), _: Any = READ) -> Response:
+               secret_ref: str | None = None, fresh: Fresh = FRESH, _: Any = READ) -> Response:
     values = {"tool": tool, "node": node, "lane": lane, "secret_ref": secret_ref, **fresh.values}
     return respond(request, run_command(request, "route node", values))

@@ -26,6 +26,7 @@ from markupsafe import Markup
 from domain.errors import ToolcatError, UnknownSubject
 from domain.grammar import visible
 from domain.subjects import parse_subject
+from infra.http.problems import status_of
 from infra.report_html import STYLE, timeline_svg
 from projections.audit_report import audit_report
 from projections import queries
@@ -43,9 +44,6 @@ padding:.05rem .4rem;border-radius:.6rem;margin:0 .15rem;background:#e6e9ef}
 .disabled_invalid_schema,.disabled_by_state_mode,.disabled_by_agent_allowlist{background:#fde2e1}
 span.alias-id{white-space:nowrap;margin-right:.4rem}
 """)
-# The HTTP status of each kind of rejection (CONTRACT.md, "HTTP"), by error code, else by exit status.
-_STATUS_BY_CODE = {"usage": 400, "unknown_tool": 404, "unknown_subject": 404, "retired_alias": 410}
-_STATUS_BY_EXIT = {2: 400, 3: 422, 4: 409, 5: 500, 6: 503}
 
 
 def _segment(value: str) -> str:
@@ -113,10 +111,6 @@ def subject_view(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]
 def explain_view(con: duckdb.DuckDBPyConnection, subject: str, tool_id: str) -> dict[str, Any]:
     kind, name = _existing_subject(con, subject)
     return explanation(con, (kind, name), queries.lookup(con, tool_id))
-
-
-def status_of(error: ToolcatError) -> int:
-    return _STATUS_BY_CODE.get(error.code) or _STATUS_BY_EXIT.get(error.exit_code, 500)
 
 
 def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]]

@@ -3,18 +3,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from infra.http.answers import respond, run_command
-from infra.http.auth import require
 from infra.http.commands import READ_ROUTES
-from infra.http.reads import Fresh
+from infra.http.reads import FRESH, READ, Fresh
 
 router = APIRouter(tags=["reads"])
 
 
 @router.get(READ_ROUTES["who-can"][1])
 def who_can(request: Request, tool: str, at: int | None = Query(None, ge=0), as_of: str | None = None,
-            fresh: Fresh = Depends(), _: Any = Depends(require("read"))) -> Response:
+            fresh: Fresh = FRESH, _: Any = READ) -> Response:
     values = {"tool": tool, "at": at, "as_of": as_of, **fresh.values}
     return respond(request, run_command(request, "who-can", values))
