@@ -28,7 +28,9 @@ demo: $(VENV)/.installed
 	$(BIN)/toolcat --home $(or $(TOOLCAT_DEMO_HOME),.toolcat-demo) demo
 
 # Two pytest workers, one per core: every test has its own home, schema and topics, so they run apart.
-PYTEST_ARGS ?= -n 2
+# A module stays on one worker (--dist loadfile): module-scoped servers are started once, and a module's
+# stories run in the order they are written.
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
