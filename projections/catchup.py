@@ -6,14 +6,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from domain.catalog import Catalog, HistoryRecord
+from projections.ahead import read_ahead
 from projections.envelope import chain_all
-from projections.projector import Projector, Tracking
+from projections.projector import Batch, Projector, Tracking, event_columns
 from projections.stored_rows import read_rows
 
 Reader = Callable[[int, int], list[HistoryRecord]]
 
 # Large pages: a batch's fixed cost (its transaction, its Arrow inserts, its dirty-subject queries) is
-# spread over many events; two pages are in memory at a time.
+# spread over many events. The page being applied, the one chained ahead (queued) and the one the reader
+# builds meanwhile are in memory at a time.
 PAGE_SIZE = 20_000
 
 
@@ -37,6 +39,9 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
              until: int | None = None, progress: Callable[[Tracking], None] | None = None) -> Tracking:
     """Project every stored event after the tracking position (up to `until`), one page per batch.
 
+    Pages are read, decoded and chained by a thread one page ahead (projections/ahead.py): that Python
+    work overlaps DuckDB's statements for the page before, which run without the GIL.
+
     The effective sets are refreshed once, with the last page (or on their own when it ended on a full
     page, or when an earlier catch-up stopped before refreshing them)."""
     with gc_paused():
@@ -45,18 +50,28 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
 
 def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int | None,
               progress: Callable[[Tracking], None] | None) -> Tracking:
-    read = history_reader(catalog)
     tracking = projector.tracking()
-    records = _page(read, tracking.position, page_size, until)
-    while records:
-        following = _page(read, records[-1].position, page_size, until)
-        tracking = projector.apply(chain_all(records, tracking.position, tracking.hash), chained_here=True,
-                                   settle=not following)
-        if progress:
-            progress(tracking)
-        records = following
+    pages = chained_pages(history_reader(catalog), tracking, page_size, until)
+    with read_ahead(pages) as ahead:
+        for batch in ahead:
+            tracking = projector.apply_batch(batch, settle=batch.last)
+            if progress:
+                progress(tracking)
     projector.settle()
     return tracking
+
+
+def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int | None) -> Iterator[Batch]:
+    """The stored events after `tracking`, a page at a time, chained and with their `events` rows built.
+    Each page knows whether it is the last: the next one is read before it is handed over."""
+    position, head = tracking.position, tracking.hash
+    records = _page(read, position, page_size, until)
+    while records:
+        envelopes = chain_all(records, position, head)
+        position, head = envelopes[-1].position, envelopes[-1].hash
+        following = _page(read, position, page_size, until)
+        yield Batch(envelopes, event_columns(envelopes), last=not following)
+        records = following
 
 
 def history_reader(catalog: Catalog) -> Reader:

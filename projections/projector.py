@@ -38,6 +38,15 @@ class Part(Protocol):
 
 
 @dataclass(frozen=True)
+class Batch:
+    """A page of envelopes chained from the store, with its `events` rows already built (by the catch-up's
+    read-ahead thread, off the applying thread); `last`: no page follows it."""
+    envelopes: list[Envelope]
+    events: dict[str, list[Any]]
+    last: bool = True
+
+
+@dataclass(frozen=True)
 class Tracking:
     position: int
     hash: str
@@ -95,6 +104,19 @@ class Projector:
         fresh = [unique[p] for p in sorted(unique)]
         if not fresh:
             return tracking
+        return self._transaction(fresh, tracking, chained_here, settle, also, None)
+
+    def apply_batch(self, batch: Batch, settle: bool = True) -> Tracking:
+        """Apply a page chained from the store (projections/catchup.py) with its prebuilt `events` rows.
+        A page that does not start right after the tracking position goes the general way instead."""
+        tracking = self.tracking()
+        if not batch.envelopes or batch.envelopes[0].prev_position != tracking.position:
+            return self.apply(batch.envelopes, chained_here=True, settle=settle)
+        return self._transaction(batch.envelopes, tracking, True, settle, None, batch.events)
+
+    def _transaction(self, fresh: list[Envelope], tracking: Tracking, chained_here: bool, settle: bool,
+                     also: Callable[[duckdb.DuckDBPyConnection], None] | None,
+                     events: dict[str, list[Any]] | None) -> Tracking:
         check_chain(fresh, tracking, chained_here)
         parts = self.fixed_parts if self.fixed_parts is not None else default_parts()
         handlers: dict[str, Handler] = {}
@@ -106,7 +128,7 @@ class Projector:
                                    "upgrade before projecting", types=unknown)
         run(self.con, "BEGIN TRANSACTION")
         try:
-            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers)
+            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, events)
             if settle:
                 refresh_dirty(self.con, new_tracking.position)
             if also is not None:
@@ -134,7 +156,7 @@ class Projector:
             raise
 
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
-                     handlers: dict[str, Handler]) -> Tracking:
+                     handlers: dict[str, Handler], events: dict[str, list[Any]] | None) -> Tracking:
         for part in parts:
             part.prefetch(self.con, fresh)
         for envelope in fresh:
@@ -142,7 +164,7 @@ class Projector:
             handlers[envelope.type](envelope, data)
         for part in parts:
             part.flush(self.con)
-        insert_columns(self.con, "events", event_columns(fresh))
+        insert_columns(self.con, "events", events if events is not None else event_columns(fresh))
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
         run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])

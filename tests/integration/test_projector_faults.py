@@ -2,6 +2,9 @@
 pages and inside a batch (in a real child process that dies without cleanup), gaps and tampering."""
 from __future__ import annotations
 
+import sqlite3
+import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catalog_part import CatalogPart
 from projections.catchup import catch_up
+from projections.effective_sets import valid_through
 from projections.envelope import GENESIS_HASH, chain_all
 from projections.projector import Projector, read_tracking
 from tests.integration.helpers import (
@@ -197,6 +201,7 @@ def test_a_batch_that_fails_is_rolled_back_and_a_retry_by_the_same_projector_com
     with pytest.raises(TransientFailure):
         catch_up(written, projector)
     assert snapshot(sqlite_read_model) == before
+    assert not [t for t in threading.enumerate() if t.name == "toolcat-read-ahead"]  # stopped with it
     assert tracking_row(sqlite_read_model) == tracking_before
 
     # and when the same (long-running) projector retries, the result is as if it never failed
@@ -250,3 +255,42 @@ def test_a_tampered_envelope_is_rejected_and_nothing_is_written(written: Any, sq
     assert raised.value.details["position"] == victim.position
     assert snapshot(sqlite_read_model) == before
     assert tracking_row(sqlite_read_model) == tracking_before
+
+
+# -- the read-ahead thread ---------------------------------------------------------------------------
+
+def _overwrite_state(settings: Settings, position: int, state: bytes) -> bytes:
+    """Replace the stored bytes of one event (as a damaged disk or another writer could); returns the old."""
+    with closing(sqlite3.connect(settings.event_store_path)) as store:
+        (old,) = store.execute("SELECT state FROM stored_events WHERE rowid = ?", [position]).fetchone()
+        store.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", [state, position])
+        store.commit()
+    return bytes(old)
+
+
+def test_a_page_that_fails_to_read_ahead_stops_the_catch_up_where_it_failed_and_a_later_run_completes_it(
+        written: Any, sqlite_read_model: Any, sqlite_settings: Settings, tmp_path: Path) -> None:
+    stored = stored_records(written)
+    # given the 8th stored event no longer decodes: the read-ahead thread meets it while reading the
+    # third page of three events, before the second page is handed over
+    damaged = stored[7].position
+    original = _overwrite_state(sqlite_settings, damaged, b'{"not json')
+
+    # when a catch-up runs over it
+    with pytest.raises(IntegrityFailure) as raised:
+        catch_up(written, Projector(sqlite_read_model), page_size=3)
+
+    # then the caller gets the reader's failure with its position, and no reading thread is left behind
+    assert raised.value.details["position"] == damaged
+    assert not [t for t in threading.enumerate() if t.name == "toolcat-read-ahead"]
+    # and the pages handed over before it are committed, with the effective sets marked behind them
+    tracking = read_tracking(sqlite_read_model)
+    assert tracking.position == stored[2].position
+    assert row_counts(sqlite_read_model)["events"] == 3
+    assert valid_through(sqlite_read_model) < tracking.position
+
+    # when the stored bytes are restored and the catch-up runs again, it completes as if nothing happened
+    _overwrite_state(sqlite_settings, damaged, original)
+    catch_up(written, Projector(sqlite_read_model), page_size=3)
+    assert valid_through(sqlite_read_model) == read_tracking(sqlite_read_model).position
+    assert_complete(sqlite_read_model, written, sqlite_settings, tmp_path)
