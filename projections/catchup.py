@@ -14,8 +14,7 @@ from projections.stored_rows import read_rows
 Reader = Callable[[int, int], list[HistoryRecord]]
 
 # Large pages: a batch's fixed cost (its transaction, its Arrow inserts, its dirty-subject queries) is
-# spread over many events. The page being applied, the one chained ahead (queued) and the one the reader
-# builds meanwhile are in memory at a time.
+# spread over many events. Two pages are in memory at a time: the one applied and the one built ahead.
 PAGE_SIZE = 20_000
 
 
@@ -63,15 +62,17 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
 
 def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int | None) -> Iterator[Batch]:
     """The stored events after `tracking`, a page at a time, chained and with their `events` rows built.
-    Each page knows whether it is the last: the next one is read before it is handed over."""
+    Each page knows whether it is the last: one event past it is read before it is handed over (not the
+    whole next page, which would be a third page in memory)."""
     position, head = tracking.position, tracking.hash
     records = _page(read, position, page_size, until)
     while records:
         envelopes = chain_all(records, position, head)
         position, head = envelopes[-1].position, envelopes[-1].hash
-        following = _page(read, position, page_size, until)
-        yield Batch(envelopes, event_columns(envelopes), last=not following)
-        records = following
+        last = len(records) < page_size or not _page(read, position, 1, until)
+        del records  # built into the envelopes: not kept while the page is applied
+        yield Batch(envelopes, event_columns(envelopes), last=last)
+        records = [] if last else _page(read, position, page_size, until)
 
 
 def history_reader(catalog: Catalog) -> Reader:

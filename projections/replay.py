@@ -9,14 +9,14 @@ from typing import Any
 import duckdb
 
 from domain.catalog import Catalog
-from projections.catchup import catch_up
+from projections.catchup import PAGE_SIZE, catch_up
 from projections.fingerprint import fingerprint
 from projections.migrate import migrate
 from projections.projector import Projector, Tracking, read_tracking
 
 
 def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None = None,
-           progress: Callable[[Tracking], None] | None = None, page_size: int = 5000,
+           progress: Callable[[Tracking], None] | None = None, page_size: int = PAGE_SIZE,
            memory_limit: str = "512MB", deep: bool = False) -> dict[str, Any]:
     """Replay the store up to `until` (default: where the live read model is) into a scratch file."""
     target = read_tracking(live).position if until is None else min(until, read_tracking(live).position)

@@ -272,7 +272,7 @@ def test_a_page_that_fails_to_read_ahead_stops_the_catch_up_where_it_failed_and_
         written: Any, sqlite_read_model: Any, sqlite_settings: Settings, tmp_path: Path) -> None:
     stored = stored_records(written)
     # given the 8th stored event no longer decodes: the read-ahead thread meets it while reading the
-    # third page of three events, before the second page is handed over
+    # third page of three events
     damaged = stored[7].position
     original = _overwrite_state(sqlite_settings, damaged, b'{"not json')
 
@@ -285,8 +285,8 @@ def test_a_page_that_fails_to_read_ahead_stops_the_catch_up_where_it_failed_and_
     assert not [t for t in threading.enumerate() if t.name == "toolcat-read-ahead"]
     # and the pages handed over before it are committed, with the effective sets marked behind them
     tracking = read_tracking(sqlite_read_model)
-    assert tracking.position == stored[2].position
-    assert row_counts(sqlite_read_model)["events"] == 3
+    assert tracking.position == stored[5].position
+    assert row_counts(sqlite_read_model)["events"] == 6
     assert valid_through(sqlite_read_model) < tracking.position
 
     # when the stored bytes are restored and the catch-up runs again, it completes as if nothing happened
