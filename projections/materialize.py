@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from projections.effective import INFINITY, subjects_registered
-from projections.rows import run
+from projections.rows import run, scalar
 from projections.sqlfiles import query
 
 # The current sets: every event known, no effective-time cut.
@@ -51,6 +51,8 @@ def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
     rewritten. Documents are rendered a chunk of subjects at a time: one JSON list per subject for all
     of them at once does not fit the memory limit at a million events. Returns the subjects (`kind:name`)
     whose document changed."""
+    if _nothing_materialized(con):
+        return _materialize_first(con, subjects, chunk)
     with subjects_registered(con, subjects):
         run(con, "CREATE OR REPLACE TEMP TABLE _fresh_tools AS " + query("effective_rows"), NOW)
     changed: list[str] = []
@@ -78,3 +80,23 @@ def _replace_changed_documents(con: duckdb.DuckDBPyConnection, subjects: list[tu
              "WHERE subject IN (SELECT unnest($s::VARCHAR[]))", {"s": changed})
     run(con, "DROP TABLE _fresh_documents")
     return changed
+
+
+def _nothing_materialized(con: duckdb.DuckDBPyConnection) -> bool:
+    return not scalar(con, "SELECT EXISTS (FROM effective_documents) OR EXISTS (FROM effective_tools)")
+
+
+def _materialize_first(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], chunk: int) -> list[str]:
+    """rebuild_all into empty tables (a rebuild, a replay, a first catch-up): every document is new, so
+    the rows go straight into effective_tools (no temp copy of them) and the documents straight into
+    effective_documents, with nothing to compare. At a million events this halves the final refresh.
+    Returns every subject (`kind:name`), as the comparison with no stored documents would."""
+    run(con, "DROP INDEX IF EXISTS effective_tools_subject")
+    with subjects_registered(con, subjects):
+        run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), NOW)
+    run(con, "CREATE INDEX effective_tools_subject ON effective_tools (subject_kind, subject)")
+    for start in range(0, len(subjects), chunk):
+        with subjects_registered(con, subjects[start:start + chunk]):
+            run(con, "INSERT INTO effective_documents BY NAME "
+                     + query("effective_documents", rows="effective_tools"))
+    return sorted(f"{kind}:{name}" for kind, name in subjects)
