@@ -41,8 +41,8 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
     Pages are read, decoded and chained by a thread one page ahead (projections/ahead.py): that Python
     work overlaps DuckDB's statements for the page before, which run without the GIL.
 
-    The effective sets are refreshed once, with the last page (or on their own when it ended on a full
-    page, or when an earlier catch-up stopped before refreshing them)."""
+    The effective sets are refreshed once: with the page when there is only one, else on their own after
+    the last page (and so when an earlier catch-up stopped before refreshing them)."""
     with gc_paused():
         return _catch_up(catalog, projector, page_size, until, progress)
 
@@ -51,9 +51,14 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
               progress: Callable[[Tracking], None] | None) -> Tracking:
     tracking = projector.tracking()
     pages = chained_pages(history_reader(catalog), tracking, page_size, until)
+    applied = 0
     with read_ahead(pages) as ahead:
         for batch in ahead:
-            tracking = projector.apply_batch(batch, settle=batch.last)
+            # A catch-up of one page (a follower's) refreshes the sets in its transaction; a longer one
+            # refreshes them after its last page is released: the set-based refresh is its memory peak.
+            tracking = projector.apply_batch(batch, settle=batch.last and applied == 0)
+            applied += 1
+            del batch
             if progress:
                 progress(tracking)
     projector.settle()
