@@ -5,10 +5,12 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pyarrow as pa
+
 from domain.catalog import Catalog, HistoryRecord
 from projections.ahead import read_ahead
 from projections.envelope import chain_all
-from projections.projector import Batch, Projector, Tracking, event_columns
+from projections.projector import Batch, Projector, Tracking, event_columns, upcast_all
 from projections.stored_rows import read_rows
 
 Reader = Callable[[int, int], list[HistoryRecord]]
@@ -66,7 +68,8 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
 
 
 def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int | None) -> Iterator[Batch]:
-    """The stored events after `tracking`, a page at a time, chained and with their `events` rows built.
+    """The stored events after `tracking`, a page at a time, chained, upcast and with their `events` rows
+    built (all the Python a page needs before its handlers).
     Each page knows whether it is the last: one event past it is read before it is handed over (not the
     whole next page, which would be a third page in memory)."""
     position, head = tracking.position, tracking.hash
@@ -76,7 +79,7 @@ def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int |
         position, head = envelopes[-1].position, envelopes[-1].hash
         last = len(records) < page_size or not _page(read, position, 1, until)
         del records  # built into the envelopes: not kept while the page is applied
-        yield Batch(envelopes, event_columns(envelopes), last=last)
+        yield Batch(envelopes, pa.table(event_columns(envelopes)), upcast_all(envelopes), last=last)
         records = [] if last else _page(read, position, page_size, until)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import duckdb
+import pyarrow as pa
 
 from domain.errors import IntegrityFailure
 from domain.registry import upcast
@@ -39,10 +40,11 @@ class Part(Protocol):
 
 @dataclass(frozen=True)
 class Batch:
-    """A page of envelopes chained from the store, with its `events` rows already built (by the catch-up's
-    read-ahead thread, off the applying thread); `last`: no page follows it."""
+    """A page of envelopes chained from the store, with its `events` rows already built as an Arrow table
+    (by the catch-up's read-ahead thread, off the applying thread); `last`: no page follows it."""
     envelopes: list[Envelope]
-    events: dict[str, list[Any]]
+    events: pa.Table
+    data: list[dict[str, Any]]  # each envelope's data upcast to its current class version
     last: bool = True
 
 
@@ -104,7 +106,7 @@ class Projector:
         fresh = [unique[p] for p in sorted(unique)]
         if not fresh:
             return tracking
-        return self._transaction(fresh, tracking, chained_here, settle, also, None)
+        return self._transaction(fresh, tracking, chained_here, settle, also)
 
     def apply_batch(self, batch: Batch, settle: bool = True) -> Tracking:
         """Apply a page chained from the store (projections/catchup.py) with its prebuilt `events` rows.
@@ -112,11 +114,11 @@ class Projector:
         tracking = self.tracking()
         if not batch.envelopes or batch.envelopes[0].prev_position != tracking.position:
             return self.apply(batch.envelopes, chained_here=True, settle=settle)
-        return self._transaction(batch.envelopes, tracking, True, settle, None, batch.events)
+        return self._transaction(batch.envelopes, tracking, True, settle, None, batch)
 
     def _transaction(self, fresh: list[Envelope], tracking: Tracking, chained_here: bool, settle: bool,
                      also: Callable[[duckdb.DuckDBPyConnection], None] | None,
-                     events: dict[str, list[Any]] | None) -> Tracking:
+                     batch: Batch | None = None) -> Tracking:
         check_chain(fresh, tracking, chained_here)
         parts = self.fixed_parts if self.fixed_parts is not None else default_parts()
         handlers: dict[str, Handler] = {}
@@ -128,7 +130,7 @@ class Projector:
                                    "upgrade before projecting", types=unknown)
         run(self.con, "BEGIN TRANSACTION")
         try:
-            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, events)
+            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, batch)
             if settle:
                 refresh_dirty(self.con, new_tracking.position)
             if also is not None:
@@ -156,21 +158,26 @@ class Projector:
             raise
 
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
-                     handlers: dict[str, Handler], events: dict[str, list[Any]] | None) -> Tracking:
+                     handlers: dict[str, Handler], batch: Batch | None) -> Tracking:
+        """`batch`: the same envelopes with their upcast data and `events` rows already built."""
         for part in parts:
             part.prefetch(self.con, fresh)
-        for envelope in fresh:
-            data = upcast(envelope.type, envelope.type_version, envelope.data)
+        for envelope, data in zip(fresh, batch.data if batch else upcast_all(fresh), strict=True):
             handlers[envelope.type](envelope, data)
         for part in parts:
             part.flush(self.con)
-        insert_columns(self.con, "events", events if events is not None else event_columns(fresh))
+        insert_columns(self.con, "events", batch.events if batch else event_columns(fresh))
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
         run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])
         run(self.con, "INSERT INTO tracking VALUES (?, ?, ?, ?, now())",
                          [PROJECTION, new_tracking.position, new_tracking.hash, new_tracking.events])
         return new_tracking
+
+
+def upcast_all(envelopes: list[Envelope]) -> list[dict[str, Any]]:
+    """Each envelope's data as its handler takes it: upcast to the event class's current version."""
+    return [upcast(e.type, e.type_version, e.data) for e in envelopes]
 
 
 _EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_version", "type", "type_version",

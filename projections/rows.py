@@ -16,9 +16,10 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str,
         insert_columns(con, table, {name: [row.get(name) for row in rows] for name in rows[0]})
 
 
-def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
-    """The same from columns (name → values): the hot path builds these without a dict per row."""
-    batch = pa.table(columns)
+def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]] | pa.Table) -> None:
+    """The same from columns (name → values): the hot path builds these without a dict per row; or from
+    an Arrow table already built from them (by the catch-up's read-ahead thread)."""
+    batch = columns if isinstance(columns, pa.Table) else pa.table(columns)
     con.register("_toolcat_batch", batch)
     try:
         run(con, f"INSERT INTO {table} BY NAME SELECT * FROM _toolcat_batch")
