@@ -10,6 +10,7 @@ import pyarrow as pa
 from domain.catalog import Catalog, HistoryRecord
 from projections.ahead import read_ahead
 from projections.envelope import chain_all
+from projections.heap import release_free_memory
 from projections.projector import Batch, Projector, Tracking, event_columns, upcast_all
 from projections.stored_rows import read_rows
 
@@ -63,6 +64,8 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
             del batch
             if progress:
                 progress(tracking)
+    if applied > 1:
+        release_free_memory()
     projector.settle()
     return tracking
 
