@@ -41,8 +41,8 @@ def catch_up(catalog: Catalog, projector: Projector, page_size: int = PAGE_SIZE,
              until: int | None = None, progress: Callable[[Tracking], None] | None = None) -> Tracking:
     """Project every stored event after the tracking position (up to `until`), one page per batch.
 
-    Pages are read, decoded and chained by a thread one page ahead (projections/ahead.py): that Python
-    work overlaps DuckDB's statements for the page before, which run without the GIL.
+    Pages are read, decoded, chained and upcast by a thread one page ahead (projections/ahead.py): that
+    Python work overlaps DuckDB's statements for the page before, which run without the GIL.
 
     The effective sets are refreshed once: with the page when there is only one, else on their own after
     the last page (and so when an earlier catch-up stopped before refreshing them)."""

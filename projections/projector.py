@@ -41,7 +41,8 @@ class Part(Protocol):
 @dataclass(frozen=True)
 class Batch:
     """A page of envelopes chained from the store, with its `events` rows already built as an Arrow table
-    (by the catch-up's read-ahead thread, off the applying thread); `last`: no page follows it."""
+    and its data upcast (by the catch-up's read-ahead thread, off the applying thread); `last`: no page
+    follows it."""
     envelopes: list[Envelope]
     events: pa.Table
     data: list[dict[str, Any]]  # each envelope's data upcast to its current class version
