@@ -41,11 +41,12 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
 # transaction, its Arrow inserts, its dirty-subject queries) is then spread as widely as there. A poll
 # holds only what one fetch brought (often ~2,000 envelopes), far less.
 BATCH_EVENTS = PAGE_SIZE
-# Past the first poll, wait this long for one more fetch: long enough for the prefetch that follows a
+# Past a full poll, wait this long for one more fetch: long enough for the prefetch that follows a
 # poll to land while the topic is behind, short enough that a follower's batch ends quickly.
 MORE_WAIT_MS = 10
 # ...and go on only while polls come this full: a topic far behind gives whole fetches (about 1,600
-# envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency).
+# envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency): a first
+# poll below this ends its batch at once.
 GATHER_WHILE = 500
 # ...and stop gathering after this long, so a busy topic still yields a batch now and then.
 GATHER_SECONDS = 1.0
@@ -71,12 +72,12 @@ class StreamProjector:
         fetches next without waiting for more, up to `batch_events` (a full batch: more is on its way);
         what was fetched beyond that starts the next batch."""
         messages, self._held = self._held or self.consumer.poll(timeout_ms), []
-        until = time.monotonic() + GATHER_SECONDS
-        while messages and len(messages) < self.batch_events and time.monotonic() < until:
+        until, last = time.monotonic() + GATHER_SECONDS, len(messages)
+        # A follower's poll brings a handful: its batch goes at once, without a wait for more (latency).
+        while last >= GATHER_WHILE and len(messages) < self.batch_events and time.monotonic() < until:
             more = self.consumer.poll(MORE_WAIT_MS)
             messages.extend(more)
-            if len(more) < GATHER_WHILE:
-                break
+            last = len(more)
         self._held = messages[self.batch_events:]  # the next batch's first messages
         return messages[:self.batch_events]
 

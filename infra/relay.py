@@ -26,6 +26,11 @@ from projections.envelope_bytes import Published, publish_all
 
 Notify = Callable[[str], None]
 
+# How soon a following relay looks at the store again after it published something. A look is one
+# indexed SQLite query (well under a millisecond), while the follow poll (0.2 s) alone would add up to
+# 200 ms to every command's way to a Kafka-fed read model.
+QUICK_POLL_SECONDS = 0.005
+
 
 def _stderr(message: str) -> None:
     sys.stderr.write(message + "\n")
@@ -138,16 +143,20 @@ class Relay:
     def run(self, follow: bool, retry_seconds: float, poll_seconds: float = 0.2,
             should_stop: Callable[[], bool] = lambda: False) -> int:
         """Relay until caught up (or forever with `follow`), retrying an unreachable broker."""
-        total, failing_since, delay = 0, None, 0.5
+        total, failing_since, delay, pause = 0, None, 0.5, QUICK_POLL_SECONDS
         while not should_stop():
             try:
-                total += self.relay_available()
+                published = self.relay_available()
+                total += published
                 if failing_since is not None:
                     self.notify("the broker is reachable again; relaying resumed")
                 failing_since, delay = None, 0.5
                 if not follow:
                     return total
-                time.sleep(poll_seconds)
+                # Events are coming: look again soon (latency); each empty look waits twice as long, up
+                # to `poll_seconds`, so an idle relay still looks only that often.
+                pause = QUICK_POLL_SECONDS if published else min(pause * 2, max(poll_seconds, QUICK_POLL_SECONDS))
+                time.sleep(pause)
             except Exception as error:  # the client libraries raise many error types; all mean "not published"
                 if not is_broker_error(error):
                     raise
