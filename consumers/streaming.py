@@ -9,11 +9,12 @@ import base64
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 from consumers.kafka_io import Consumer, Producer, partitions_of
 from domain.errors import IntegrityFailure
+from projections.envelope import Envelope
 from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.catchup import PAGE_SIZE
 from projections.projector import Projector, Tracking
@@ -59,6 +60,8 @@ class StreamProjector:
         self.batch_events = batch_events
         self.partitions: list[int] = []
         self._held: list[Any] = []  # fetched beyond the last batch's size
+        # How applied offsets reach the group: at once, or through the thread that polls (prefetch.py)
+        self.commit_offsets: Callable[[dict[int, int]], None] = self.commit
 
     def assign(self, con: duckdb.DuckDBPyConnection, wait_seconds: float = 10.0) -> None:
         """Read every partition of the topic from where this read model stopped."""
@@ -91,6 +94,11 @@ class StreamProjector:
         applied, it goes to the dead-letter topic with the reason, and CorruptMessage is raised.
         Without `settle` the effective sets wait (marked dirty) for a later batch or `Projector.settle`,
         as in a store catch-up: a topic far behind refreshes them once it is caught up, not per batch."""
+        return self.apply_parsed(projector, self.parse(messages), settle)
+
+    def parse(self, messages: list[Any]) -> Parsed:
+        """The envelopes of a batch up to its first bad message, in position order, with their offsets.
+        Touches neither the consumer nor the read model: a prefetching thread may run it."""
         envelopes, corrupt = [], None
         for message in messages:
             try:
@@ -102,11 +110,16 @@ class StreamProjector:
         for message in messages[:len(envelopes)]:
             offsets[message.partition] = max(offsets.get(message.partition, 0), message.offset + 1)
         envelopes.sort(key=lambda e: e.position)
+        return Parsed(envelopes, offsets, corrupt, self.is_full(messages))
+
+    def apply_parsed(self, projector: Projector, parsed: Parsed, settle: bool = True) -> Tracking:
+        """`apply` of a batch already parsed (see there)."""
+        envelopes, offsets, corrupt = parsed.envelopes, parsed.offsets, parsed.corrupt
         # parse_envelope verified each one's hash: the projector checks only the links of the chain
         tracking = projector.apply(envelopes, also=_save_offsets(self.topic, offsets), chained_here=True,
                                    settle=settle) if envelopes else projector.tracking()
         if offsets:
-            self._commit(offsets)
+            self.commit_offsets(offsets)
         if corrupt:
             projector.settle()  # the sets of what was applied, before stopping
             message, reason = corrupt
@@ -117,11 +130,19 @@ class StreamProjector:
                                  position=tracking.position)
         return tracking
 
-    def _commit(self, offsets: dict[int, int]) -> None:
+    def commit(self, offsets: dict[int, int]) -> None:
+        """The group's offsets, for lag monitoring (the read model holds the ones that count)."""
         try:
             self.consumer.commit(self.topic, offsets)
         except Exception:  # noqa: BLE001 - the read model holds the offsets; the group's copy is for lag only
             pass
+
+
+class Parsed(NamedTuple):
+    envelopes: list[Envelope]  # in position order, each one's hash verified
+    offsets: dict[int, int]    # partition → next offset, of the messages parsed
+    corrupt: tuple[Any, str] | None  # the first bad message and why; the batch stops before it
+    full: bool                 # cut at its size: the topic is behind
 
 
 def dead_letter_value(message: Any, reason: str) -> bytes:

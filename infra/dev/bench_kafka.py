@@ -79,6 +79,7 @@ class KafkaFigures:
                                        "relay_cpu_s": round(relay_cpu, 2), "raw_producer_cpu_s": round(raw_cpu, 2)}
 
     def kafka_projection(self) -> None:
+        from consumers.prefetch import Prefetcher
         from consumers.streaming import StreamProjector
         if not hasattr(self, "relayed_settings"):
             self.relay()
@@ -90,19 +91,28 @@ class KafkaFigures:
         stream.assign(con)
         projector = Projector(con)
 
-        started: list[bool] = []  # whether a batch was read
+        prefetch: list[Prefetcher] = []  # started after the first batch
 
         def project_batch() -> int:  # as `project --from kafka` does (consumers/runner.py)
-            # The first, untimed batch is one fetch, as the raw consumer's: later ones gather several.
-            messages = stream.poll(timeout_ms=1000) if started else stream.consumer.poll(1000)
-            if messages:
-                started.append(True)
-                with gc_paused():
-                    stream.apply(projector, messages, settle=not stream.is_full(messages))
-            else:
+            # The first, untimed batch is one fetch, as the raw consumer's: later ones gather several,
+            # fetched and parsed in a thread while the one before is applied.
+            if not prefetch:
+                messages = stream.consumer.poll(1000)
+                if messages:
+                    with gc_paused():
+                        stream.apply(projector, messages, settle=not stream.is_full(messages))
+                    prefetch.append(Prefetcher(stream))
+                return len(messages)
+            batch = prefetch[0].next(1.0)
+            if batch is None:
                 projector.settle()
-            return len(messages)
+                return 0
+            with gc_paused():
+                stream.apply_parsed(projector, batch, settle=not batch.full)
+            return len(batch.envelopes)
         projected, cpu = steady_rate(project_batch, self.bench.stored, finish=projector.settle)
+        if prefetch:
+            prefetch[0].close()
         stream.consumer.close()
         con.close()
         self.bench.results["kafka_projection"] = {
