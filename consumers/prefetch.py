@@ -1,13 +1,13 @@
 """The next Kafka batch polled and parsed in a thread while the current one is applied.
 
 DuckDB lets go of the interpreter lock while it runs a batch's SQL, so the next batch's fetch and its
-envelope checks (orjson, SHA-256) then cost no wall time. One batch waits ahead at most: memory stays
-bounded. The thread alone touches the consumer (kafka-python's is not thread-safe): applied offsets are
-handed to it and committed before its next poll.
+envelope checks (orjson, SHA-256) then cost no wall time. The polls parsed meanwhile are taken together
+as the next batch; at most about a batch waits, so memory stays bounded. The thread alone touches the
+consumer (kafka-python's is not thread-safe): applied offsets are handed to it and committed before its
+next poll.
 """
 from __future__ import annotations
 
-import queue
 import threading
 
 from consumers.streaming import Parsed, StreamProjector
@@ -18,29 +18,33 @@ _CLOSE_SECONDS = 10.0  # a poll in progress ends within its timeout; past this t
 class Prefetcher:
     def __init__(self, stream: StreamProjector, timeout_ms: int = 500) -> None:
         self.stream, self.timeout_ms = stream, timeout_ms
-        self._ready: queue.Queue[Parsed | BaseException] = queue.Queue(maxsize=1)
+        self._ready = threading.Condition()
+        self._batches: list[Parsed] = []  # polled and parsed, not yet taken
+        self._failure: BaseException | None = None
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self._to_commit: dict[int, int] = {}
         stream.commit_offsets = self._commit_later
         self._thread = threading.Thread(target=self._run, name="kafka-prefetch", daemon=True)
         self._thread.start()
 
     def next(self, timeout: float) -> Parsed | None:
-        """The next batch, parsed; None when none came within `timeout` seconds. Raises what the polling
-        thread raised (a failed consumer)."""
-        try:
-            batch = self._ready.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        if isinstance(batch, BaseException):
-            raise batch
-        return batch
+        """Everything polled since the last call, as one batch (a follower's next batch holds what came
+        while the last one was applied, not only what its first poll brought); None when nothing came
+        within `timeout` seconds. Raises what the polling thread raised (a failed consumer)."""
+        with self._ready:
+            self._ready.wait_for(lambda: self._batches or self._failure, timeout)
+            if self._failure is not None:
+                raise self._failure
+            batches, self._batches = self._batches, []
+            self._ready.notify_all()
+        return merged(batches) if batches else None
 
     def close(self) -> None:
-        """Stops the thread (a batch it fetched but nobody applied is dropped: the read model's offsets
-        say where the next run starts) and commits the offsets still waiting."""
+        """Stops the thread (what it fetched and nobody applied is dropped: the read model's offsets say
+        where the next run starts) and commits the offsets still waiting."""
         self._stop.set()
+        with self._ready:
+            self._ready.notify_all()
         self._thread.join(timeout=_CLOSE_SECONDS)
         if not self._thread.is_alive():
             self._commit_waiting()
@@ -53,23 +57,43 @@ class Prefetcher:
                 if messages:
                     self._hand_over(self.stream.parse(messages))
         except BaseException as error:  # noqa: BLE001 - raised again in the applying thread
-            self._hand_over(error)
+            with self._ready:
+                self._failure = error
+                self._ready.notify_all()
 
-    def _hand_over(self, item: Parsed | BaseException) -> None:
-        while not self._stop.is_set():
-            try:
-                self._ready.put(item, timeout=0.1)
-                return
-            except queue.Full:  # the batch before is still being applied
-                continue
+    def _hand_over(self, parsed: Parsed) -> None:
+        """Adds a parsed poll to what waits, once less than a batch waits (memory stays bounded)."""
+        with self._ready:
+            self._ready.wait_for(lambda: self._stop.is_set() or self._waiting() < self.stream.batch_events)
+            self._batches.append(parsed)
+            self._ready.notify_all()
+
+    def _waiting(self) -> int:
+        return sum(len(batch.envelopes) for batch in self._batches)
 
     def _commit_later(self, offsets: dict[int, int]) -> None:
-        with self._lock:
+        with self._ready:
             for partition, offset in offsets.items():
                 self._to_commit[partition] = max(offset, self._to_commit.get(partition, 0))
 
     def _commit_waiting(self) -> None:
-        with self._lock:
+        with self._ready:
             offsets, self._to_commit = self._to_commit, {}
         if offsets:
             self.stream.commit(offsets)
+
+
+def merged(batches: list[Parsed]) -> Parsed:
+    """Consecutive parsed polls as one batch, up to the first bad message (nothing after it counts)."""
+    if len(batches) == 1:
+        return batches[0]
+    envelopes, offsets, full = [], {}, False
+    for batch in batches:
+        envelopes += batch.envelopes
+        for partition, offset in batch.offsets.items():
+            offsets[partition] = max(offset, offsets.get(partition, 0))
+        full = full or batch.full
+        if batch.corrupt is not None:
+            break
+    envelopes.sort(key=lambda e: e.position)  # in order already for one partition; merged for several
+    return Parsed(envelopes, offsets, batch.corrupt, full)

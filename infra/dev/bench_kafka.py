@@ -195,27 +195,24 @@ def relay_following(settings: Settings, stop: Any, reports: Any) -> None:
 
 
 def project_following(settings: Settings, stop: Any, reports: Any) -> None:
-    """`toolcat project --from kafka --follow` (consumers/runner.py), reporting when a batch's first
-    poll returned and when the batch was committed to the read model."""
+    """`toolcat project --from kafka --follow` (consumers/runner.py), reporting when a poll returned
+    each message and when its batch was committed to the read model."""
     from consumers.runner import KafkaProjection
     consumer = kafka_clients.consumer(settings, settings.kafka_group_id)
-    polled: list[float] = []
     poll = consumer.poll
 
     def timed_poll(timeout_ms: int) -> list[Any]:
         messages = poll(timeout_ms)
-        if messages and not polled:
-            polled.append(time.perf_counter())
+        if messages:  # the topic is this run's own and each event is on it once: offset = position - 1
+            reports.put(("polled", max(m.offset for m in messages) + 1, time.perf_counter()))
         return messages
     consumer.poll = timed_poll  # type: ignore[method-assign]
-
-    def batch_done(tracking: Any) -> None:
-        reports.put(("polled", tracking.position, polled.pop() if polled else time.perf_counter()))
-        reports.put(("visible", tracking.position, time.perf_counter()))
     KafkaProjection(consumer=consumer, topic=settings.kafka_events_topic, dead_letter=lambda _m, _r: None,
                     publish_changes=lambda _con: 0,
                     open_read_model=lambda: open_read_model(settings, settings.home / "latency.duckdb"),
-                    should_stop=stop.is_set, progress=batch_done).run(follow=True, idle_seconds=0)
+                    should_stop=stop.is_set,
+                    progress=lambda tracking: reports.put(("visible", tracking.position, time.perf_counter()))
+                    ).run(follow=True, idle_seconds=0)
 
 
 class Stages:
@@ -224,7 +221,7 @@ class Stages:
     def __init__(self) -> None:
         self.read: list[tuple[int, float]] = []          # the relay read it from the store
         self.acknowledged: list[tuple[int, float]] = []  # the broker acknowledged it to the relay
-        self.polled: list[tuple[int, float]] = []        # the projector's poll returned it
+        self.polled: list[tuple[int, float]] = []        # the projector's consumer fetched it
         self.visible: list[tuple[int, float]] = []       # its batch was committed to the read model
 
     def collect(self, reports: Any) -> None:
