@@ -1,7 +1,8 @@
 """The relay: the store's notification log → Kafka `toolcat.events`, from its own tracking position.
 
 The position advances only after the broker acknowledged every envelope of a page, so a crash or a
-stopped broker never loses an event; it may publish one twice, and consumers ignore repeats by position.
+stopped broker never loses an event; it may publish one twice (up to the two pages in flight), and
+consumers ignore repeats by position.
 A lock file keeps one relay per home.
 """
 from __future__ import annotations
