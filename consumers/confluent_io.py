@@ -1,10 +1,11 @@
 """The Kafka interface of `consumers/kafka_io.py` on confluent-kafka (librdkafka), the `fast-kafka` extra."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from consumers.kafka_io import KeyValue, Record, not_acknowledged
+from consumers.kafka_io import KeyValue, Record, Sent, not_acknowledged
 from domain.errors import Unavailable
 
 
@@ -13,29 +14,27 @@ class ConfluentProducer:
         self.client = client
 
     def publish(self, topic: str, messages: Iterable[KeyValue], timeout: float = 30) -> int:
-        failures: list[Any] = []
+        return self.send(topic, messages).wait(timeout)
 
-        def delivered(error: Any, _message: Any) -> None:
-            if error is not None:
-                failures.append(error)
-
-        count = 0
+    def send(self, topic: str, messages: Iterable[KeyValue]) -> Sent:
+        sent = _ConfluentSent(self.client, topic)
+        produce, delivered = self.client.produce, sent.delivered
         for key, value in messages:
-            self._produce(topic, key, value, delivered)
-            count += 1
-        unsent = self.client.flush(timeout)
-        if failures or unsent:
-            cause = failures[0] if failures else f"{unsent} still queued after {timeout:.0f}s"
-            raise not_acknowledged(len(failures) + unsent, topic, cause)
-        return count
+            try:
+                produce(topic, value, key, on_delivery=delivered)
+            except BufferError:  # the local queue is full: serve acknowledgements until it has room
+                self._produce_when_room(topic, key, value, delivered)
+            sent.count += 1
+        return sent
 
-    def _produce(self, topic: str, key: bytes | None, value: bytes, delivered: Any) -> None:
+    def _produce_when_room(self, topic: str, key: bytes | None, value: bytes, delivered: Any) -> None:
         while True:
+            self.client.poll(0.05)
             try:
                 self.client.produce(topic, value, key, on_delivery=delivered)
                 return
-            except BufferError:  # the local queue is full: serve acknowledgements until it has room
-                self.client.poll(0.05)
+            except BufferError:
+                continue
 
     def close(self, timeout: float = 5) -> None:
         # A producer being dropped after a failure holds messages the broker never took: forget them
@@ -43,6 +42,34 @@ class ConfluentProducer:
         self.client.purge()
         self.client.flush(timeout)  # serves the purged messages' callbacks
         self.client.close()
+
+
+class _ConfluentSent:
+    """Counts the delivery reports of the messages of one `send` (served by the client's poll/flush)."""
+
+    def __init__(self, client: Any, topic: str) -> None:
+        self.client, self.topic = client, topic
+        self.count, self.acknowledged = 0, 0
+        self.failures: list[Any] = []
+
+    def delivered(self, error: Any, _message: Any) -> None:
+        if error is None:
+            self.acknowledged += 1
+        else:
+            self.failures.append(error)
+
+    def wait(self, timeout: float = 30, last: bool = True) -> int:
+        deadline = time.monotonic() + timeout
+        while self.acknowledged + len(self.failures) < self.count and (left := deadline - time.monotonic()) > 0:
+            if last:  # flush also sends what lingers, and waits for every message (later ones too)
+                self.client.flush(left)
+            else:
+                self.client.poll(min(left, 0.05))
+        unsent = self.count - self.acknowledged - len(self.failures)
+        if self.failures or unsent:
+            cause = self.failures[0] if self.failures else f"{unsent} still queued after {timeout:.0f}s"
+            raise not_acknowledged(len(self.failures) + unsent, self.topic, cause)
+        return self.count
 
 
 class ConfluentConsumer:

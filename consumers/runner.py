@@ -14,9 +14,14 @@ from typing import Any
 import duckdb
 
 from consumers.kafka_io import Consumer
-from consumers.streaming import BATCH_EVENTS, StreamProjector
+from consumers.prefetch import Prefetcher
+from consumers.streaming import BATCH_EVENTS, Parsed, StreamProjector
 from projections.catchup import gc_paused
 from projections.projector import Projector, Tracking
+
+# How long the loop waits for a batch before it counts the topic quiet (settles, checks idleness, stops).
+POLL_SECONDS = 0.5
+
 
 @dataclass
 class KafkaProjection:
@@ -34,16 +39,17 @@ class KafkaProjection:
         """Project until stopped (`follow`) or until the topic was quiet for `idle_seconds`. While the
         topic is quiet a follower closes the read model, so readers are never locked out for long."""
         stream = StreamProjector(self.consumer, self.topic, self.dead_letter, self.batch_events)
-        con = None
+        con, prefetch = None, None
         try:
             con = self.open_read_model()
             if con is None:
                 return Tracking(0, "", 0)
             stream.assign(con)
+            prefetch = Prefetcher(stream)  # the next batch polled and parsed while one is applied
             tracking, idle_since = Projector(con).tracking(), time.monotonic()
             while not self.should_stop():
-                messages = stream.poll()
-                if not messages:
+                batch = prefetch.next(POLL_SECONDS)
+                if batch is None:
                     if con is not None:  # caught up: the sets a full batch left dirty are due now
                         self._settle(con)
                     if not follow and time.monotonic() - idle_since > idle_seconds:
@@ -56,10 +62,12 @@ class KafkaProjection:
                 con = con or self.open_read_model()
                 if con is None:
                     break
-                tracking = self._apply(stream, con, messages)
+                tracking = self._apply(stream, con, batch)
             if con is not None:
                 self._settle(con)  # stopped after a full batch: its sets are refreshed before closing
         finally:
+            if prefetch is not None:
+                prefetch.close()
             if con is not None:
                 con.close()
             self.consumer.close()
@@ -69,9 +77,9 @@ class KafkaProjection:
         Projector(con).settle()  # nothing to do when the last batch settled them
         self.publish_changes(con)
 
-    def _apply(self, stream: StreamProjector, con: duckdb.DuckDBPyConnection, messages: list[Any]) -> Tracking:
+    def _apply(self, stream: StreamProjector, con: duckdb.DuckDBPyConnection, batch: Parsed) -> Tracking:
         with gc_paused():  # as a store catch-up: a large batch's young objects hold no cycles
-            tracking = stream.apply(Projector(con), messages, settle=not stream.is_full(messages))
+            tracking = stream.apply_parsed(Projector(con), batch, settle=not batch.full)
         self.publish_changes(con)
         if self.progress:
             self.progress(tracking)

@@ -9,11 +9,12 @@ import base64
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 from consumers.kafka_io import Consumer, Producer, partitions_of
 from domain.errors import IntegrityFailure
+from projections.envelope import Envelope
 from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.catchup import PAGE_SIZE
 from projections.projector import Projector, Tracking
@@ -41,11 +42,12 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
 # transaction, its Arrow inserts, its dirty-subject queries) is then spread as widely as there. A poll
 # holds only what one fetch brought (often ~2,000 envelopes), far less.
 BATCH_EVENTS = PAGE_SIZE
-# Past the first poll, wait this long for one more fetch: long enough for the prefetch that follows a
+# Past a full poll, wait this long for one more fetch: long enough for the prefetch that follows a
 # poll to land while the topic is behind, short enough that a follower's batch ends quickly.
 MORE_WAIT_MS = 10
 # ...and go on only while polls come this full: a topic far behind gives whole fetches (about 1,600
-# envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency).
+# envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency): a first
+# poll below this ends its batch at once.
 GATHER_WHILE = 500
 # ...and stop gathering after this long, so a busy topic still yields a batch now and then.
 GATHER_SECONDS = 1.0
@@ -58,6 +60,8 @@ class StreamProjector:
         self.batch_events = batch_events
         self.partitions: list[int] = []
         self._held: list[Any] = []  # fetched beyond the last batch's size
+        # How applied offsets reach the group: at once, or through the thread that polls (prefetch.py)
+        self.commit_offsets: Callable[[dict[int, int]], None] = self.commit
 
     def assign(self, con: duckdb.DuckDBPyConnection, wait_seconds: float = 10.0) -> None:
         """Read every partition of the topic from where this read model stopped."""
@@ -71,12 +75,12 @@ class StreamProjector:
         fetches next without waiting for more, up to `batch_events` (a full batch: more is on its way);
         what was fetched beyond that starts the next batch."""
         messages, self._held = self._held or self.consumer.poll(timeout_ms), []
-        until = time.monotonic() + GATHER_SECONDS
-        while messages and len(messages) < self.batch_events and time.monotonic() < until:
+        until, last = time.monotonic() + GATHER_SECONDS, len(messages)
+        # A follower's poll brings a handful: its batch goes at once, without a wait for more (latency).
+        while last >= GATHER_WHILE and len(messages) < self.batch_events and time.monotonic() < until:
             more = self.consumer.poll(MORE_WAIT_MS)
             messages.extend(more)
-            if len(more) < GATHER_WHILE:
-                break
+            last = len(more)
         self._held = messages[self.batch_events:]  # the next batch's first messages
         return messages[:self.batch_events]
 
@@ -90,6 +94,11 @@ class StreamProjector:
         applied, it goes to the dead-letter topic with the reason, and CorruptMessage is raised.
         Without `settle` the effective sets wait (marked dirty) for a later batch or `Projector.settle`,
         as in a store catch-up: a topic far behind refreshes them once it is caught up, not per batch."""
+        return self.apply_parsed(projector, self.parse(messages), settle)
+
+    def parse(self, messages: list[Any]) -> Parsed:
+        """The envelopes of a batch up to its first bad message, in position order, with their offsets.
+        Touches neither the consumer nor the read model: a prefetching thread may run it."""
         envelopes, corrupt = [], None
         for message in messages:
             try:
@@ -101,11 +110,16 @@ class StreamProjector:
         for message in messages[:len(envelopes)]:
             offsets[message.partition] = max(offsets.get(message.partition, 0), message.offset + 1)
         envelopes.sort(key=lambda e: e.position)
+        return Parsed(envelopes, offsets, corrupt, self.is_full(messages))
+
+    def apply_parsed(self, projector: Projector, parsed: Parsed, settle: bool = True) -> Tracking:
+        """`apply` of a batch already parsed (see there)."""
+        envelopes, offsets, corrupt = parsed.envelopes, parsed.offsets, parsed.corrupt
         # parse_envelope verified each one's hash: the projector checks only the links of the chain
         tracking = projector.apply(envelopes, also=_save_offsets(self.topic, offsets), chained_here=True,
                                    settle=settle) if envelopes else projector.tracking()
         if offsets:
-            self._commit(offsets)
+            self.commit_offsets(offsets)
         if corrupt:
             projector.settle()  # the sets of what was applied, before stopping
             message, reason = corrupt
@@ -116,11 +130,19 @@ class StreamProjector:
                                  position=tracking.position)
         return tracking
 
-    def _commit(self, offsets: dict[int, int]) -> None:
+    def commit(self, offsets: dict[int, int]) -> None:
+        """The group's offsets, for lag monitoring (the read model holds the ones that count)."""
         try:
             self.consumer.commit(self.topic, offsets)
         except Exception:  # noqa: BLE001 - the read model holds the offsets; the group's copy is for lag only
             pass
+
+
+class Parsed(NamedTuple):
+    envelopes: list[Envelope]  # in position order, each one's hash verified
+    offsets: dict[int, int]    # partition → next offset, of the messages parsed
+    corrupt: tuple[Any, str] | None  # the first bad message and why; the batch stops before it
+    full: bool                 # cut at its size: the topic is behind
 
 
 def dead_letter_value(message: Any, reason: str) -> bytes:

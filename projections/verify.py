@@ -15,6 +15,7 @@ import duckdb
 
 from domain.catalog import Catalog
 from domain.errors import IntegrityFailure, UsageError
+from projections.catchup import history_reader
 from projections.envelope import GENESIS_HASH, Envelope, chain_all
 from projections.rows import scalar
 
@@ -122,7 +123,8 @@ def verify(catalog: Catalog, con: duckdb.DuckDBPyConnection | None, contiguous: 
     sealed = sum(len(found) for found in seals.values())
     latest_seal = max(seals, default=None)
     check = ChainCheck(con, seals, contiguous, expect_head)
-    while records := catalog.history(after=check.position, limit=PAGE):
+    read = history_reader(catalog)  # the stored rows read directly where they can be (as the catch-up)
+    while records := read(check.position, PAGE):
         check.page(chain_all(records, check.position, check.head))
     check.finish()
     through = scalar(con, "SELECT max(position) FROM events") if con is not None else None

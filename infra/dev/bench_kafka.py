@@ -5,11 +5,12 @@ with that library's raw producer and Kafka → DuckDB with its raw consumer, bot
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from consumers.kafka_io import KeyValue, partitions_of
 from domain.values import ToolSpec
@@ -78,6 +79,7 @@ class KafkaFigures:
                                        "relay_cpu_s": round(relay_cpu, 2), "raw_producer_cpu_s": round(raw_cpu, 2)}
 
     def kafka_projection(self) -> None:
+        from consumers.prefetch import Prefetcher
         from consumers.streaming import StreamProjector
         if not hasattr(self, "relayed_settings"):
             self.relay()
@@ -89,19 +91,28 @@ class KafkaFigures:
         stream.assign(con)
         projector = Projector(con)
 
-        started: list[bool] = []  # whether a batch was read
+        prefetch: list[Prefetcher] = []  # started after the first batch
 
         def project_batch() -> int:  # as `project --from kafka` does (consumers/runner.py)
-            # The first, untimed batch is one fetch, as the raw consumer's: later ones gather several.
-            messages = stream.poll(timeout_ms=1000) if started else stream.consumer.poll(1000)
-            if messages:
-                started.append(True)
-                with gc_paused():
-                    stream.apply(projector, messages, settle=not stream.is_full(messages))
-            else:
+            # The first, untimed batch is one fetch, as the raw consumer's: later ones gather several,
+            # fetched and parsed in a thread while the one before is applied.
+            if not prefetch:
+                messages = stream.consumer.poll(1000)
+                if messages:
+                    with gc_paused():
+                        stream.apply(projector, messages, settle=not stream.is_full(messages))
+                    prefetch.append(Prefetcher(stream))
+                return len(messages)
+            batch = prefetch[0].next(1.0)
+            if batch is None:
                 projector.settle()
-            return len(messages)
+                return 0
+            with gc_paused():
+                stream.apply_parsed(projector, batch, settle=not batch.full)
+            return len(batch.envelopes)
         projected, cpu = steady_rate(project_batch, self.bench.stored, finish=projector.settle)
+        if prefetch:
+            prefetch[0].close()
         stream.consumer.close()
         con.close()
         self.bench.results["kafka_projection"] = {
@@ -111,6 +122,9 @@ class KafkaFigures:
             "cpu_s": round(cpu, 2), "raw_consumer_cpu_s": round(raw_cpu, 2)}
 
     def latency(self, per_second: int = 200, seconds: float = 5.0) -> None:
+        """Commands written at `per_second` to the store, relayed and projected as `toolcat relay --follow`
+        and `toolcat project --from kafka --follow` do, each in its own process (as deployed: no shared
+        interpreter lock); each command's time from written to visible in the Kafka-fed read model."""
         home = Settings(home=self.bench.root / "latency")
         settings = self.kafka_settings("latency").model_copy(update={"home": home.home})
         kafka_clients.ensure_topics(settings)
@@ -119,13 +133,17 @@ class KafkaFigures:
                                                        visibility="public"), META)
         writer.create_unit("bench", None, META)
         writer.create_agent("probe", "bench", "stateful", META)
-        visible: list[tuple[int, float]] = []
-        stop = threading.Event()
-        threads = [threading.Thread(target=self._relay_loop, args=(settings, stop), daemon=True),
-                   threading.Thread(target=self._project_loop, args=(settings, stop, visible), daemon=True)]
-        for thread in threads:
-            thread.start()
-        time.sleep(2.0)  # let the consumer join and catch up with the set-up
+        set_up = writer.recorder.max_notification_id() or 0
+        context = multiprocessing.get_context("spawn")  # the parent holds threads and open files
+        stop, reports = context.Event(), context.Queue()
+        children = [context.Process(target=target, args=(settings, stop, reports), daemon=True)
+                    for target in (relay_following, project_following)]
+        for child in children:
+            child.start()
+        stages = Stages()
+        collector = threading.Thread(target=stages.collect, args=(reports,), daemon=True)
+        collector.start()
+        stages.wait_visible(set_up, timeout=60)  # both joined and caught up with the set-up
         written: list[tuple[int, float]] = []
         interval, started = 1.0 / per_second, time.perf_counter()
         for index in range(int(per_second * seconds)):
@@ -134,46 +152,106 @@ class KafkaFigures:
             call = writer.add_grant if index % 2 == 0 else writer.revoke_grant
             result = call("agent:probe", "sv.bench.tool", META)
             written.append((result.position, time.perf_counter()))
-        deadline = time.perf_counter() + 30
-        while (not visible or visible[-1][0] < written[-1][0]) and time.perf_counter() < deadline:
-            time.sleep(0.05)
+        stages.wait_visible(written[-1][0], timeout=30)
         stop.set()
-        for thread in threads:
-            thread.join(timeout=10)
+        for child in children:
+            child.join(timeout=15)
+            if child.is_alive():
+                child.kill()
+        reports.put(None)
+        collector.join(timeout=5)
         writer.close()
-        samples = []
-        for position, done in written:
-            seen = next((when for reached, when in visible if reached >= position), None)
-            if seen is not None:
-                samples.append((seen - done) * 1000)
+        samples = [(seen - done) * 1000 for position, done in written
+                   if (seen := stages.first(stages.visible, position)) is not None]
         self.bench.results["latency"] = {"client": settings.kafka_client,
                                          "offered_commands_per_s": per_second, "commands": len(written),
-                                   "visible": len(samples), **percentiles(samples or [float("nan")])}
+                                         "visible": len(samples), **percentiles(samples or [float("nan")]),
+                                         "stages_ms": stages.breakdown(written)}
 
-    def _relay_loop(self, settings: Settings, stop: threading.Event) -> None:
-        catalog = open_catalog(settings)
-        relay = Relay(catalog, lambda: kafka_clients.producer(settings), settings.kafka_events_topic,
-                      RelayState(settings.home / "relay-latency.json"), page_size=1000)
-        while not stop.is_set():
-            if not relay.relay_available():
-                time.sleep(0.002)
+
+Report = tuple[str, int, float]  # (stage, position reached, time.perf_counter(): one clock for all processes)
+
+
+def relay_following(settings: Settings, stop: Any, reports: Any) -> None:
+    """`toolcat relay --follow`, reporting when it read each page and when the broker took it."""
+    catalog = open_catalog(settings)
+    relay = Relay(catalog, lambda: kafka_clients.producer(settings), settings.kafka_events_topic,
+                  RelayState(settings.home / "relay-latency.json"), page_size=settings.relay_page_size,
+                  notify=lambda _message: None,
+                  progress=lambda reached: reports.put(("acknowledged", reached.position, time.perf_counter())))
+    read = relay.read
+
+    def timed_read(after: int, limit: int) -> list[Any]:
+        records = read(after, limit)
+        if records:
+            reports.put(("read", records[-1].position, time.perf_counter()))
+        return records
+    relay.read = timed_read
+    try:
+        relay.run(True, settings.kafka_retry_seconds, settings.follow_poll_seconds, should_stop=stop.is_set)
+    finally:
         relay.close()
         catalog.close()
 
-    def _project_loop(self, settings: Settings, stop: threading.Event, visible: list[tuple[int, float]]) -> None:
-        from consumers.streaming import StreamProjector
-        con = open_read_model(settings, settings.home / "latency.duckdb")
-        stream = StreamProjector(kafka_clients.consumer(settings, settings.kafka_group_id),
-                                 settings.kafka_events_topic, lambda message, reason: None)
-        stream.assign(con)
-        projector = Projector(con)
-        while not stop.is_set():
-            messages = stream.poll(timeout_ms=20)
-            if messages:
-                tracking = stream.apply(projector, messages)
-                visible.append((tracking.position, time.perf_counter()))
-        stream.consumer.close()
-        con.close()
+
+def project_following(settings: Settings, stop: Any, reports: Any) -> None:
+    """`toolcat project --from kafka --follow` (consumers/runner.py), reporting when a poll returned
+    each message and when its batch was committed to the read model."""
+    from consumers.runner import KafkaProjection
+    consumer = kafka_clients.consumer(settings, settings.kafka_group_id)
+    poll = consumer.poll
+
+    def timed_poll(timeout_ms: int) -> list[Any]:
+        messages = poll(timeout_ms)
+        if messages:  # the topic is this run's own and each event is on it once: offset = position - 1
+            reports.put(("polled", max(m.offset for m in messages) + 1, time.perf_counter()))
+        return messages
+    consumer.poll = timed_poll  # type: ignore[method-assign]
+    KafkaProjection(consumer=consumer, topic=settings.kafka_events_topic, dead_letter=lambda _m, _r: None,
+                    publish_changes=lambda _con: 0,
+                    open_read_model=lambda: open_read_model(settings, settings.home / "latency.duckdb"),
+                    should_stop=stop.is_set,
+                    progress=lambda tracking: reports.put(("visible", tracking.position, time.perf_counter()))
+                    ).run(follow=True, idle_seconds=0)
+
+
+class Stages:
+    """When each stage of command → visible reached a position: (position, perf_counter) in order."""
+
+    def __init__(self) -> None:
+        self.read: list[tuple[int, float]] = []          # the relay read it from the store
+        self.acknowledged: list[tuple[int, float]] = []  # the broker acknowledged it to the relay
+        self.polled: list[tuple[int, float]] = []        # the projector's consumer fetched it
+        self.visible: list[tuple[int, float]] = []       # its batch was committed to the read model
+
+    def collect(self, reports: Any) -> None:
+        """Files each report of the child processes under its stage, until a None."""
+        while (report := reports.get()) is not None:
+            stage, position, when = report
+            getattr(self, stage).append((position, when))
+
+    def wait_visible(self, position: int, timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while (not self.visible or self.visible[-1][0] < position) and time.perf_counter() < deadline:
+            time.sleep(0.02)
+
+    @staticmethod
+    def first(reached: list[tuple[int, float]], position: int) -> float | None:
+        return next((when for at, when in reached if at >= position), None)
+
+    def breakdown(self, written: list[tuple[int, float]]) -> dict[str, dict[str, float]]:
+        """Median and p99 of each stage's share: written → read → acknowledged → polled → visible."""
+        names = ("to_relay_read", "to_acknowledged", "to_polled", "to_visible")
+        shares: dict[str, list[float]] = {name: [] for name in names}
+        for position, done in written:
+            times = [done, *(self.first(stage, position) for stage in
+                             (self.read, self.acknowledged, self.polled, self.visible))]
+            if None in times:
+                continue
+            for name, before, after in zip(names, times, times[1:]):
+                shares[name].append((after - before) * 1000)  # type: ignore[operator]
+        return {name: {k: v for k, v in percentiles(values or [float("nan")]).items() if k != "samples"}
+                for name, values in shares.items()}
 
 
 def steady_rate(read_batch: Callable[[], int], total: int, limit_seconds: float = 600.0,

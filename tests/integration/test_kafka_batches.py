@@ -2,13 +2,18 @@
 its size), leaves the effective sets to be refreshed once it is caught up, as a store catch-up does.
 With tiny batches every batch but the last is cut at its size: the read model must still equal the
 store-fed one, its sets be valid through the head, and the changelog hold each subject's final set.
+The next batch is fetched and parsed while one is applied: a batch fetched past a bad message is never
+applied, nor its offsets stored.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
 from consumers.runner import KafkaProjection
+from consumers.streaming import CorruptMessage
 from infra import kafka_clients
 from infra.projecting import changelog_publisher
 from infra.settings import Settings
@@ -17,8 +22,21 @@ from projections.effective import subjects_at
 from projections.effective_sets import is_settled
 from projections.fingerprint import fingerprint
 from projections.queries import current_effective
-from tests.integration.kafka_support import events_on_topic, read_topic, relay_all, store_fingerprint, store_head
+from tests.integration.kafka_support import (
+    assert_each_position_once,
+    events_on_topic,
+    lines_before,
+    on_both_kafka_clients,
+    produce_raw,
+    read_model_facts,
+    read_topic,
+    relay_all,
+    store_fingerprint,
+    store_head,
+)
 from tests.support import SCRIPT, run_in_process
+
+BEFORE_SUBJECTS, SUBJECTS_ON = lines_before(("unit", "create"))
 
 
 def test_a_topic_projected_in_batches_cut_at_their_size_ends_with_the_store_fed_sets_and_changelog(
@@ -56,3 +74,41 @@ def test_a_topic_projected_in_batches_cut_at_their_size_ends_with_the_store_fed_
             assert document["position"] <= head
     finally:
         con.close()
+
+
+@on_both_kafka_clients
+def test_batches_fetched_past_a_bad_message_are_never_applied(kafka_settings: Settings, tmp_path: Path) -> None:
+    home, other = kafka_settings.home, tmp_path / "from-kafka"
+    state = tmp_path / "relay-state.json"
+    # Given the first half of the story on the topic, then a message that is not an envelope, then the rest
+    run_in_process(home, BEFORE_SUBJECTS)
+    valid = store_head(kafka_settings)
+    relay_all(kafka_settings, state)
+    events_on_topic(kafka_settings, range(1, valid + 1))
+    produce_raw(kafka_settings, kafka_settings.kafka_events_topic, b"not json", key=b"intruder")
+    run_in_process(home, SUBJECTS_ON)
+    head = store_head(kafka_settings)
+    relay_all(kafka_settings, state)
+    events_on_topic(kafka_settings, range(1, head + 1))
+    assert head > valid + 14, "the rest of the story must fill batches after the bad message's"
+
+    # When it is projected in batches of 7, each next batch fetched and parsed while one is applied
+    letters: list[tuple[int, str]] = []
+    other.mkdir()
+    with pytest.raises(CorruptMessage) as stopped:
+        KafkaProjection(
+            consumer=kafka_clients.consumer(kafka_settings, kafka_settings.kafka_group_id),
+            topic=kafka_settings.kafka_events_topic,
+            dead_letter=lambda message, reason: letters.append((message.offset, reason)),
+            publish_changes=lambda con: 0,
+            open_read_model=lambda: open_read_model(kafka_settings, other / "catalog.duckdb"),
+            should_stop=lambda: False, batch_events=7).run(follow=False, idle_seconds=1)
+
+    # Then it stopped at the bad message (one message per position before it, offsets from 0), which
+    # alone was dead-lettered, having applied each event before it once and nothing after it
+    assert (stopped.value.details["offset"], stopped.value.details["position"]) == (valid, valid)
+    assert [offset for offset, _reason in letters] == [valid]
+    facts = read_model_facts(other)
+    assert_each_position_once(facts, valid)
+    # and the read model's offsets resume at the bad message, not past what was fetched ahead
+    assert facts["offsets"] == {(kafka_settings.kafka_events_topic, 0): valid}

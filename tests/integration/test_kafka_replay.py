@@ -115,18 +115,19 @@ def test_a_page_published_twice_is_applied_once(story: int, kafka_settings: Sett
     store_built = store_fingerprint(kafka_settings, tmp_path / "store.duckdb")
     other = tmp_path / "from-kafka"
 
-    # Given a relay published its first page, was acknowledged, and died before saving its position
+    # Given a relay published its first page, was acknowledged, and died before saving its position,
+    # its second page already sent (the relay sends a page while the broker takes the one before)
     publish_first_page_then_die(kafka_settings, state_path, page)
     events_on_topic(kafka_settings, range(1, page + 1))
     if projected_between:
-        assert project_from_kafka(kafka_settings, other)["position"] == page
+        assert project_from_kafka(kafka_settings, other)["position"] in (page, 2 * page)
 
     # When the next relay starts from its saved position (nothing) and publishes everything
     assert relay_all(kafka_settings, state_path) == story
     messages = events_on_topic(kafka_settings, range(1, story + 1))
     positions = envelope_positions(messages)
-    assert positions.count(1) == 2 and positions.count(page) == 2 and positions.count(page + 1) == 1, \
-        "the first page is on the topic twice"
+    assert positions.count(1) == 2 and positions.count(page) == 2 and positions.count(2 * page + 1) == 1, \
+        "the first page is on the topic twice (the second one may be), nothing past the second"
 
     # Then the Kafka-fed read model applies every position once and equals the store-fed one
     projected = toolcat("project", "--from", "kafka", "--idle-seconds", "2", home=other, settings=kafka_settings)
