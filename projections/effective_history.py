@@ -25,33 +25,38 @@ WINDOW_TABLES = ",\n".join(
 _KEY = ("subject_kind", "subject", "tool_key")
 _VALUE = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
 _SAME_ROW = " AND ".join([f"o.{c} = n.{c}" for c in _KEY] + [f"o.{c} IS NOT DISTINCT FROM n.{c}" for c in _VALUE])
+_MINE = "o.subject_kind = s.kind AND o.subject = s.name"
+# An old version still open at the cut, and a new one starting at the cut equal to it: one version.
+_OPEN = "o.valid_from < $cut AND (o.valid_to IS NULL OR o.valid_to > $cut)"
+_GOES_ON = f"n.valid_from = $cut AND {_SAME_ROW}"
 
 
-def refresh_history(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], cut: int) -> None:
+def refresh_history(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], cut: int,
+                    chunk: int = 200) -> None:
     """Rewrite the versions of these subjects (kind, name) from position `cut` on (the first position
-    not yet settled), inside the caller's transaction; set-based, one query for all of them."""
+    not yet settled), inside the caller's transaction. Set-based: one query per chunk of subjects (a
+    rebuild's whole history at once does not fit the memory limit at 200,000 events), written straight
+    into effective_history: DuckDB 2.0.0 loses every row of a table created in the same transaction once
+    several inserts into it pass about 600,000 rows."""
     if not subjects:
         return
-    params = {"cut": cut, "never": INFINITY}
+    rows = query("effective_history_rows", window_tables=WINDOW_TABLES)
+    cut_only = {"cut": cut}
     with subjects_registered(con, subjects):
-        run(con, "CREATE OR REPLACE TEMP TABLE _new_history AS "
-                 + query("effective_history_rows", window_tables=WINDOW_TABLES), params)
-        # The versions open across the cut are set aside and everything from the cut on is removed …
-        mine = "h.subject_kind = s.kind AND h.subject = s.name"
-        run(con, f"CREATE OR REPLACE TEMP TABLE _open_history AS SELECT h.* FROM effective_history h "
-                 f"JOIN _subjects s ON {mine} WHERE h.valid_from < $cut "
-                 f"AND (h.valid_to IS NULL OR h.valid_to > $cut)", {"cut": cut})
-        run(con, f"DELETE FROM effective_history h USING _subjects s WHERE {mine} "
-                 f"AND (h.valid_from >= $cut OR h.valid_to IS NULL OR h.valid_to > $cut)", {"cut": cut})
-    # … then an open version goes on in an equal new one that starts at the cut, or ends at the cut.
-    continued = f"n.valid_from = $cut AND {_SAME_ROW}"
-    run(con, f"""INSERT INTO effective_history BY NAME
-        SELECT o.* REPLACE (CASE WHEN n.subject IS NULL THEN $cut ELSE n.valid_to END AS valid_to,
-                            CASE WHEN n.subject IS NULL THEN (SELECT recorded_at FROM events WHERE position = $cut)
-                                 ELSE n.valid_to_time END AS valid_to_time)
-        FROM _open_history o LEFT JOIN _new_history n ON {continued}
-        UNION ALL BY NAME
-        SELECT n.* FROM _new_history n WHERE NOT EXISTS (SELECT 1 FROM _open_history o WHERE {continued})""",
-        {"cut": cut})
-    run(con, "DROP TABLE _new_history")
-    run(con, "DROP TABLE _open_history")
+        run(con, f"DELETE FROM effective_history o USING _subjects s WHERE {_MINE} AND o.valid_from >= $cut", cut_only)
+    for start in range(0, len(subjects), chunk):
+        with subjects_registered(con, subjects[start:start + chunk]):
+            run(con, f"INSERT INTO effective_history BY NAME SELECT * FROM ({rows})", {**cut_only, "never": INFINITY})
+    with subjects_registered(con, subjects):
+        # An old version open across the cut ends there, unless an equal new version starts there: then the
+        # old one takes the new one's end and the new one goes.
+        run(con, f"""UPDATE effective_history o SET valid_to = $cut,
+                         valid_to_time = (SELECT recorded_at FROM events WHERE position = $cut)
+                     FROM _subjects s WHERE {_MINE} AND {_OPEN}
+                     AND NOT EXISTS (SELECT 1 FROM effective_history n WHERE {_GOES_ON})""", cut_only)
+        run(con, f"""UPDATE effective_history o SET valid_to = n.valid_to, valid_to_time = n.valid_to_time
+                     FROM _subjects s, effective_history n WHERE {_MINE} AND {_OPEN} AND {_GOES_ON}""", cut_only)
+        run(con, f"""DELETE FROM effective_history n USING _subjects s WHERE n.subject_kind = s.kind
+                     AND n.subject = s.name AND n.valid_from = $cut AND EXISTS (
+                         SELECT 1 FROM effective_history o WHERE o.valid_from < $cut
+                         AND o.valid_to IS NOT DISTINCT FROM n.valid_to AND {_SAME_ROW})""", cut_only)
