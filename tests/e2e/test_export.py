@@ -92,7 +92,7 @@ def test_schema_sql_and_the_files_answer_the_readme_questions_as_the_read_model_
         story: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection) -> None:
     target = tmp_path / "out"
     document = ok(export(story, target))
-    assert len(readme_questions()) == 7
+    assert len(readme_questions()) == 8
 
     # the way of any DuckDB: schema.sql, then each table from its file
     with closing(duckdb.connect()) as fresh:
