@@ -24,11 +24,16 @@ WINDOW_TABLES = ",\n".join(
 
 _KEY = ("subject_kind", "subject", "tool_key")
 _VALUE = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
+_MINE = "h.subject_kind = s.kind AND h.subject = s.name"
+# A version open across the cut (o) and a new version starting at the cut equal to it (n) are one version:
+# it keeps o's start and takes n's end. An o without such an n ends at the cut; an n without an o is new.
 _SAME_ROW = " AND ".join([f"o.{c} = n.{c}" for c in _KEY] + [f"o.{c} IS NOT DISTINCT FROM n.{c}" for c in _VALUE])
-_MINE = "o.subject_kind = s.kind AND o.subject = s.name"
-# An old version still open at the cut, and a new one starting at the cut equal to it: one version.
-_OPEN = "o.valid_from < $cut AND (o.valid_to IS NULL OR o.valid_to > $cut)"
-_GOES_ON = f"n.valid_from = $cut AND {_SAME_ROW}"
+_SPLICED = ", ".join(
+    [f"CASE WHEN o.subject IS NULL THEN n.{c} ELSE o.{c} END AS {c}" for c in (*_KEY, *_VALUE)]
+    + [f"CASE WHEN o.subject IS NULL THEN n.{c} ELSE o.{c} END AS {c}" for c in ("valid_from", "valid_from_time")]
+    + ["CASE WHEN n.subject IS NULL THEN $cut ELSE n.valid_to END AS valid_to",
+       "CASE WHEN n.subject IS NULL THEN (SELECT recorded_at FROM events WHERE position = $cut) "
+       "ELSE n.valid_to_time END AS valid_to_time"])
 
 
 def refresh_history(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]], cut: int,
@@ -37,26 +42,21 @@ def refresh_history(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, st
     not yet settled), inside the caller's transaction. Set-based: one query per chunk of subjects (a
     rebuild's whole history at once does not fit the memory limit at 200,000 events), written straight
     into effective_history: DuckDB 2.0.0 loses every row of a table created in the same transaction once
-    several inserts into it pass about 600,000 rows."""
+    several inserts into it pass about 600,000 rows (`_open_history` is written by one statement)."""
     if not subjects:
         return
     rows = query("effective_history_rows", window_tables=WINDOW_TABLES)
     cut_only = {"cut": cut}
+    touched = "(h.valid_from >= $cut OR h.valid_to IS NULL OR h.valid_to > $cut)"
     with subjects_registered(con, subjects):
-        run(con, f"DELETE FROM effective_history o USING _subjects s WHERE {_MINE} AND o.valid_from >= $cut", cut_only)
+        # The versions open across the cut are set aside, and everything of these subjects from the cut on goes.
+        run(con, f"CREATE OR REPLACE TEMP TABLE _open_history AS SELECT h.* FROM effective_history h "
+                 f"JOIN _subjects s ON {_MINE} WHERE h.valid_from < $cut AND {touched}", cut_only)
+        run(con, f"DELETE FROM effective_history h USING _subjects s WHERE {_MINE} AND {touched}", cut_only)
     for start in range(0, len(subjects), chunk):
         with subjects_registered(con, subjects[start:start + chunk]):
-            run(con, f"INSERT INTO effective_history BY NAME SELECT * FROM ({rows})", {**cut_only, "never": INFINITY})
-    with subjects_registered(con, subjects):
-        # An old version open across the cut ends there, unless an equal new version starts there: then the
-        # old one takes the new one's end and the new one goes.
-        run(con, f"""UPDATE effective_history o SET valid_to = $cut,
-                         valid_to_time = (SELECT recorded_at FROM events WHERE position = $cut)
-                     FROM _subjects s WHERE {_MINE} AND {_OPEN}
-                     AND NOT EXISTS (SELECT 1 FROM effective_history n WHERE {_GOES_ON})""", cut_only)
-        run(con, f"""UPDATE effective_history o SET valid_to = n.valid_to, valid_to_time = n.valid_to_time
-                     FROM _subjects s, effective_history n WHERE {_MINE} AND {_OPEN} AND {_GOES_ON}""", cut_only)
-        run(con, f"""DELETE FROM effective_history n USING _subjects s WHERE n.subject_kind = s.kind
-                     AND n.subject = s.name AND n.valid_from = $cut AND EXISTS (
-                         SELECT 1 FROM effective_history o WHERE o.valid_from < $cut
-                         AND o.valid_to IS NOT DISTINCT FROM n.valid_to AND {_SAME_ROW})""", cut_only)
+            run(con, f"""INSERT INTO effective_history BY NAME SELECT {_SPLICED}
+                FROM (SELECT * FROM ({rows})) n
+                FULL JOIN (SELECT h.* FROM _open_history h JOIN _subjects s ON {_MINE}) o
+                  ON n.valid_from = $cut AND {_SAME_ROW}""", {**cut_only, "never": INFINITY})
+    run(con, "DROP TABLE _open_history")
