@@ -4,9 +4,10 @@
 -- The same rules as effective_set.sql, read as a temporal join instead of as of one position: every
 -- history row is an interval [lo, hi) of positions (hi = $never while current; lo clipped to $cut), a
 -- join keeps the rows whose intervals overlap and intersects them. The ranking and the exposure cannot be
--- intersected (a better way or an allowlist may come and go inside an interval), so each (subject, tool)
--- is cut into elementary segments at every boundary of what decides it, and each segment is answered as
--- of its first position. Equal adjacent segments are packed into one version, which makes the result a
+-- intersected (a better way or an allowlist may come and go inside an interval), so a (subject, tool)
+-- with two ways at once, or an exposure that may change inside a way, is cut into elementary segments at
+-- every boundary of what decides it, and each segment is answered as of its first position; any other way
+-- is a version as it is. Equal adjacent segments are packed into one version, which makes the result a
 -- function of the events alone: where a refresh cuts the history changes nothing.
 WITH RECURSIVE {{window_tables}},
 roots AS (
@@ -108,32 +109,54 @@ allowed AS (  -- when an allowlist admits a (agent, tool) pair of the candidates
          AND starts_with(al.alias, rtrim(a.pattern, '*')))
     JOIN pairs q ON q.agent = a.agent AND q.tool_key = al.tool_key
 ),
-points AS (  -- every position where what decides a (subject, tool) row may change
-    SELECT kind, name, tool_key, lo AS p FROM candidates
-    UNION SELECT kind, name, tool_key, hi FROM candidates
-    UNION SELECT 'agent', agent, tool_key, lo FROM allowed
-    UNION SELECT 'agent', agent, tool_key, hi FROM allowed
-    UNION SELECT 'agent', q.agent, q.tool_key, x.p FROM pairs q JOIN (
-        SELECT name AS agent, lo AS p FROM agent_history_w UNION SELECT name, hi FROM agent_history_w
-        UNION SELECT agent, lo FROM allowlist_history_w UNION SELECT agent, hi FROM allowlist_history_w) x
-      ON x.agent = q.agent
+overlapping AS (  -- (subject, tool) rows granted two ways at once somewhere: ranked segment by segment
+    SELECT DISTINCT kind, name, tool_key FROM (
+        SELECT kind, name, tool_key, lo, max(hi) OVER (PARTITION BY kind, name, tool_key ORDER BY lo, hi
+                                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+        FROM candidates) WHERE reach > lo
+),
+agent_points AS (  -- where an agent's exposure may change: its versions and its allowlist's
+    SELECT name AS agent, lo AS p FROM agent_history_w UNION SELECT name, hi FROM agent_history_w
+    UNION SELECT agent, lo FROM allowlist_history_w UNION SELECT agent, hi FROM allowlist_history_w
+),
+split AS (  -- the rows that need segments; every other way is a version on its own (the common case)
+    SELECT * FROM overlapping
+    UNION
+    SELECT c.kind, c.name, c.tool_key FROM candidates c JOIN agent_points x
+      ON c.kind = 'agent' AND x.agent = c.name AND c.lo < x.p AND x.p < c.hi
+    UNION
+    SELECT c.kind, c.name, c.tool_key FROM candidates c JOIN allowed a
+      ON c.kind = 'agent' AND a.agent = c.name AND a.tool_key = c.tool_key
+     AND (c.lo < a.lo AND a.lo < c.hi OR c.lo < a.hi AND a.hi < c.hi)
+),
+points AS (  -- every position where what decides such a row may change
+    SELECT c.kind, c.name, c.tool_key, unnest([c.lo, c.hi]) AS p FROM candidates c SEMI JOIN split USING (kind, name, tool_key)
+    UNION
+    SELECT s.kind, s.name, s.tool_key, x.p FROM split s JOIN agent_points x ON s.kind = 'agent' AND x.agent = s.name
+    UNION
+    SELECT s.kind, s.name, s.tool_key, unnest([a.lo, a.hi]) FROM split s JOIN allowed a
+      ON s.kind = 'agent' AND a.agent = s.name AND a.tool_key = s.tool_key
 ),
 segments AS (
     SELECT * FROM (SELECT kind, name, tool_key, p AS lo, lead(p) OVER (PARTITION BY kind, name, tool_key ORDER BY p) AS hi
                    FROM points) WHERE hi IS NOT NULL
 ),
-ranked AS (  -- the ways that hold over each segment, ranked as effective_set.sql ranks them
-    SELECT s.*, c.provenance, c.inherited_from,
-           row_number() OVER (PARTITION BY s.kind, s.name, s.tool_key, s.lo
-                              ORDER BY c.rank, c.depth, c.provenance) AS place
-    FROM segments s JOIN candidates c ON c.kind = s.kind AND c.name = s.name AND c.tool_key = s.tool_key
-     AND c.lo <= s.lo AND s.lo < c.hi
+ranked AS (  -- the winning way over each segment, ranked as effective_set.sql ranks them
+    SELECT kind, name, tool_key, lo, hi, provenance, inherited_from FROM (
+        SELECT s.*, c.provenance, c.inherited_from,
+               row_number() OVER (PARTITION BY s.kind, s.name, s.tool_key, s.lo
+                                  ORDER BY c.rank, c.depth, c.provenance) AS place
+        FROM segments s JOIN candidates c ON c.kind = s.kind AND c.name = s.name AND c.tool_key = s.tool_key
+         AND c.lo <= s.lo AND s.lo < c.hi)
+    WHERE place = 1
+    UNION ALL
+    SELECT c.kind, c.name, c.tool_key, c.lo, c.hi, c.provenance, c.inherited_from
+    FROM candidates c ANTI JOIN split USING (kind, name, tool_key)
 ),
 admitted AS (
     SELECT DISTINCT r.name, r.tool_key, r.lo FROM ranked r
     JOIN allowed ok ON r.kind = 'agent' AND ok.agent = r.name AND ok.tool_key = r.tool_key
      AND ok.lo <= r.lo AND r.lo < ok.hi
-    WHERE r.place = 1
 ),
 described AS (
     SELECT r.kind AS subject_kind, r.name AS subject, r.tool_key, r.lo, r.hi,
@@ -148,7 +171,6 @@ described AS (
     LEFT JOIN agent_history_w ag ON r.kind = 'agent' AND ag.name = r.name AND ag.lo <= r.lo AND r.lo < ag.hi
     LEFT JOIN allowlist_history_w al ON r.kind = 'agent' AND al.agent = r.name AND al.lo <= r.lo AND r.lo < al.hi
     LEFT JOIN admitted ok ON r.kind = 'agent' AND ok.name = r.name AND ok.tool_key = r.tool_key AND ok.lo = r.lo
-    WHERE r.place = 1
 ),
 islands AS (  -- packing: a new version starts where the previous one does not end, or differs
     SELECT *, sum(starts) OVER (PARTITION BY subject_kind, subject, tool_key ORDER BY lo
