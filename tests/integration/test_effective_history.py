@@ -429,3 +429,32 @@ def test_given_the_story_when_every_set_is_rebuilt_a_subject_at_a_time_then_noth
     finally:
         con.close()
         catalog.close()
+
+
+def test_given_a_read_model_from_before_effective_history_when_caught_up_then_its_history_is_filled_in(
+        sqlite_settings: Settings) -> None:
+    # given the story projected, and its read model taken back to before migration 093
+    catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
+    try:
+        for _, command in scripted_story(catalog):
+            command()
+        head = catch_up(catalog, Projector(con)).position
+        expected = table(con, "effective_history")
+        assert len(expected) > 20
+        con.execute("DROP TABLE effective_history")
+        con.execute("DELETE FROM schema_migrations WHERE version = 93")
+        con.close()
+        # when it is opened again (the migration adds the table, empty) …
+        con = open_read_model(sqlite_settings)
+        assert table(con, "effective_history") == []
+        # … then readers are told the sets trail the events, as after a crash, rather than served a blank history
+        assert valid_through(con) == 0
+        with pytest.raises(Unavailable):
+            current_effective(con, "agent:a1")
+        # and the next catch-up, with nothing new to apply, fills the history in as a rebuild writes it
+        assert catch_up(catalog, Projector(con)).position == head
+        assert table(con, "effective_history") == expected
+        assert whole_set(con) == effective_rows(con, STORY_SUBJECTS)
+    finally:
+        con.close()
+        catalog.close()
