@@ -13,14 +13,7 @@ import duckdb
 
 from projections.effective import INFINITY, subjects_registered
 from projections.rows import run
-from projections.schema import HISTORY_TABLES
 from projections.sqlfiles import query
-
-# One CTE per history table, `<table>_w`: its versions still valid at $cut or later, as intervals [lo, hi)
-# of positions (hi = $never while current), clipped to start no earlier than $cut.
-WINDOW_TABLES = ",\n".join(
-    f"{table}_w AS (SELECT *, greatest(valid_from, $cut) AS lo, coalesce(valid_to, $never) AS hi "
-    f"FROM {table} WHERE valid_to IS NULL OR valid_to > $cut)" for table in HISTORY_TABLES)
 
 _KEY = ("subject_kind", "subject", "tool_key")
 _VALUE = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
@@ -45,7 +38,7 @@ def refresh_history(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, st
     several inserts into it pass about 600,000 rows (`_open_history` is written by one statement)."""
     if not subjects:
         return
-    rows = query("effective_history_rows", window_tables=WINDOW_TABLES)
+    rows = query("effective_history_rows")
     cut_only = {"cut": cut}
     touched = "(h.valid_from >= $cut OR h.valid_to IS NULL OR h.valid_to > $cut)"
     with subjects_registered(con, subjects):

@@ -130,7 +130,8 @@ split AS (  -- the rows that need segments; every other way is a version on its 
      AND (c.lo < a.lo AND a.lo < c.hi OR c.lo < a.hi AND a.hi < c.hi)
 ),
 points AS (  -- every position where what decides such a row may change
-    SELECT c.kind, c.name, c.tool_key, unnest([c.lo, c.hi]) AS p FROM candidates c SEMI JOIN split USING (kind, name, tool_key)
+    SELECT c.kind, c.name, c.tool_key, unnest([c.lo, c.hi]) AS p
+    FROM candidates c SEMI JOIN split USING (kind, name, tool_key)
     UNION
     SELECT s.kind, s.name, s.tool_key, x.p FROM split s JOIN agent_points x ON s.kind = 'agent' AND x.agent = s.name
     UNION
@@ -138,8 +139,9 @@ points AS (  -- every position where what decides such a row may change
       ON s.kind = 'agent' AND a.agent = s.name AND a.tool_key = s.tool_key
 ),
 segments AS (
-    SELECT * FROM (SELECT kind, name, tool_key, p AS lo, lead(p) OVER (PARTITION BY kind, name, tool_key ORDER BY p) AS hi
-                   FROM points) WHERE hi IS NOT NULL
+    SELECT * FROM (SELECT kind, name, tool_key, p AS lo,
+                          lead(p) OVER (PARTITION BY kind, name, tool_key ORDER BY p) AS hi FROM points)
+    WHERE hi IS NOT NULL
 ),
 ranked AS (  -- the winning way over each segment, ranked as effective_set.sql ranks them
     SELECT kind, name, tool_key, lo, hi, provenance, inherited_from FROM (
@@ -164,7 +166,8 @@ described AS (
                        provenance := r.provenance, inherited_from := r.inherited_from,
                        exposure := CASE WHEN r.kind = 'unit' THEN NULL
                                         WHEN NOT t.schema_valid THEN 'disabled_invalid_schema'
-                                        WHEN t.requires_state AND ag.state_mode = 'stateless' THEN 'disabled_by_state_mode'
+                                        WHEN t.requires_state AND ag.state_mode = 'stateless'
+                                             THEN 'disabled_by_state_mode'
                                         WHEN al.agent IS NOT NULL AND ok.name IS NULL THEN 'disabled_by_agent_allowlist'
                                         ELSE 'enabled' END) AS v
     FROM ranked r JOIN tool_history_w t ON t.tool_key = r.tool_key AND t.lo <= r.lo AND r.lo < t.hi

@@ -204,7 +204,7 @@ def test_given_the_story_when_caught_up_one_event_per_page_or_in_one_page_then_t
             for position, rows in after_each_event.items():
                 assert effective_rows(small, STORY_SUBJECTS, at=position) == rows, f"position {position}"
                 assert effective_rows(big, STORY_SUBJECTS, at=position) == rows, f"position {position}"
-                assert history_at(big, position) == history_at(small, position) == rows, f"effective_history at {position}"
+                assert history_at(big, position) == history_at(small, position) == rows, f"history at {position}"
             assert whole_set(small) == effective_rows(small, STORY_SUBJECTS)
             assert len(whole_set(small)) > 10
         finally:
