@@ -11,7 +11,6 @@ import duckdb
 import pyarrow as pa
 
 from projections.effective import subjects_at
-from projections.effective_history import refresh_history
 from projections.materialize import rebuild_all, refresh
 from projections.rows import insert_rows, run, scalar
 
@@ -54,8 +53,6 @@ def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
         changed = rebuild_all(con, everyone) if many else refresh(con, sorted(dirty))
         causes = {f"{kind}:{name}": at for (kind, name), at in dirty.items()}
         _queue(con, {subject: causes.get(subject, position) for subject in changed})
-        # Every dirty subject, changed or not: a set may have changed and changed back within the batch.
-        refresh_history(con, sorted(dirty), valid_through(con) + 1)
         run(con, "DELETE FROM effective_dirty")
     run(con, "DELETE FROM effective_valid")
     run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})

@@ -2,9 +2,8 @@
 from Kafka, after a rebuild, or a replay) say the same thing, bit for bit.
 
 It is computed as of any position P from what the read model records for positions up to P — the events,
-the append-only tables, the history tables clipped at P (effective_history among them), the static tool
-descriptors and the effective sets at P — so a read model that has moved on can still be compared with a
-replay that stopped at P.
+the append-only tables, the history tables clipped at P, the static tool descriptors and the effective
+sets at P — so a read model that has moved on can still be compared with a replay that stopped at P.
 Nothing about how or when a copy was built enters it (tracking times, offsets, migration times).
 """
 from __future__ import annotations
@@ -78,8 +77,6 @@ def fingerprint(con: duckdb.DuckDBPyConnection, at: int | None = None, deep: boo
     whole = hashlib.sha256(f"position:{at}\n".encode())
     parts: list[tuple[str, str]] = [(t, f"SELECT * FROM {t} WHERE {w}") for t, w in APPEND_ONLY.items()]
     parts += [(t, _clipped(t)) for t in HISTORY_TABLES]
-    # The effective sets through history: a pure function of the events, so clipped at P like the others.
-    parts.append(("effective_history", _clipped("effective_history")))
     parts.append(("tools", f"SELECT {_STATIC_TOOL} FROM tools WHERE registered_position <= $at"))
     for name, select in parts:
         whole.update(f"{name}:{digest(con, select, {'at': at})}\n".encode())

@@ -35,11 +35,3 @@ def as_of_tables() -> str:
     """One CTE per history table, `<table>_at`: its versions as of $at (and $effective_at)."""
     return ",\n".join(f"{table}_at AS (SELECT * FROM {table} WHERE "
                       f"{IN_EFFECT if table in BITEMPORAL_TABLES else AS_OF})" for table in HISTORY_TABLES)
-
-
-def window_tables() -> str:
-    """One CTE per history table, `<table>_w`: its versions still valid at position $cut or later, as
-    intervals [lo, hi) of positions (hi = $never while current), clipped to start no earlier than $cut
-    (the temporal join of sql/effective_history_rows.sql)."""
-    return ",\n".join(f"{table}_w AS (SELECT *, greatest(valid_from, $cut) AS lo, coalesce(valid_to, $never) AS hi "
-                      f"FROM {table} WHERE valid_to IS NULL OR valid_to > $cut)" for table in HISTORY_TABLES)

@@ -12,11 +12,11 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from projections.digest import ROW_MD5, SET_DIGEST
-from projections.schema import AS_OF, EFFECTIVE_FIELDS, as_of_tables, window_tables
+from projections.schema import AS_OF, EFFECTIVE_FIELDS, as_of_tables
 
 _FRAGMENT = re.compile(r"\{\{(\w+)\}\}")
 _SHARED = {"as_of": AS_OF, "as_of_tables": as_of_tables(), "effective_fields": ", ".join(EFFECTIVE_FIELDS),
-           "row_md5": ROW_MD5, "set_digest": SET_DIGEST, "window_tables": window_tables()}
+           "row_md5": ROW_MD5, "set_digest": SET_DIGEST}
 
 
 def _folder(name: str) -> Traversable:

@@ -117,3 +117,13 @@ def test_an_analyst_joins_effective_history_to_find_when_agents_lost_a_tool(stor
 
         assert exposure(row["lost_at"] - 1) == "enabled", row
         assert exposure(row["lost_at"]) == row["since_then"], row
+
+
+def test_an_analyst_asks_one_agent_s_history_of_the_table_macro_and_gets_its_share_of_the_view(
+        story: int, cli: Any) -> None:
+    # given the example story; when an analyst asks for one agent's versions through the table macro
+    share = ok(cli("sql", "SELECT * FROM effective_history_of('agent', 'triage') ORDER BY ALL"))
+    # then they are exactly that agent's rows of the view
+    view = ok(cli("sql", "SELECT * FROM effective_history WHERE subject_kind = 'agent' AND subject = 'triage' "
+                         "ORDER BY ALL"))
+    assert share == view and len(share) > 5

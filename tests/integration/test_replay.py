@@ -106,9 +106,6 @@ TAMPERINGS = {
     # the same, in the per-subject documents `toolcat effective` serves
     "effective_documents": "UPDATE effective_documents SET tools = replace(tools::VARCHAR, "
                            "'disabled_by_agent_allowlist', 'enabled')::JSON WHERE subject = 'agent:triage'",
-    # the effective sets through history say one version came another way than it did
-    "effective_history": "UPDATE effective_history SET provenance = 'platform' WHERE rowid = (SELECT min(rowid) "
-                         "FROM effective_history WHERE provenance <> 'platform')",
     # a grant appears to have lasted from a different position
     "grant_history": "UPDATE grant_history SET valid_from = valid_from - 1 WHERE rowid = (SELECT min(rowid) FROM "
                      "grant_history)",
