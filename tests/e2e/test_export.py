@@ -72,7 +72,7 @@ def test_every_table_and_view_comes_back_from_its_parquet_file(story: Path, tmp_
     assert (document["directory"], document["format"]) == (str(target), "parquet")
     assert len(tables) > 20 and {"events", "tools", "grant_history", "effective_tools"} <= set(tables)
     assert set(views) == {"units", "agents", "connectors", "bindings", "grants", "image_tools", "tool_classes",
-                          "route_rules", "nodes", "secret_refs"}
+                          "route_rules", "nodes", "secret_refs", "effective_history"}
     assert document["tables"] == {t: counts[t] for t in tables}
     assert document["views"] == {v: counts[v] for v in views}
     assert sorted(p.name for p in target.iterdir()) == sorted(
@@ -92,7 +92,7 @@ def test_schema_sql_and_the_files_answer_the_readme_questions_as_the_read_model_
         story: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection) -> None:
     target = tmp_path / "out"
     document = ok(export(story, target))
-    assert len(readme_questions()) == 7
+    assert len(readme_questions()) == 8
 
     # the way of any DuckDB: schema.sql, then each table from its file
     with closing(duckdb.connect()) as fresh:

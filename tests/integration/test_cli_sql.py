@@ -84,3 +84,46 @@ def test_the_row_limit_comes_from_the_settings_and_is_told(story: int, cli: Any,
     assert [line.split()[1] for line in table.stdout.splitlines() if line.startswith("│")] == ["1", "2"]
     whole = cli("sql", "SELECT position FROM events WHERE position <= 2")
     assert len(ok(whole)) == 2 and whole.stderr == ""
+
+
+# When did an agent lose the use of a tool it could call, and what did it come to? (README, "Questions over
+# history"): a version of effective_history that was enabled, joined with the version that follows it.
+LOST = """
+SELECT h.subject_kind || ':' || h.subject AS subject, h.tool_id, h.valid_to AS lost_at,
+       coalesce(n.exposure, 'not in its set') AS since_then, e.type AS event
+FROM effective_history h
+LEFT JOIN effective_history n ON n.subject_kind = h.subject_kind AND n.subject = h.subject
+     AND n.tool_key = h.tool_key AND n.valid_from = h.valid_to
+JOIN events e ON e.position = h.valid_to
+WHERE h.subject_kind = 'agent' AND h.exposure = 'enabled' AND h.valid_to IS NOT NULL
+  AND n.exposure IS DISTINCT FROM 'enabled'
+ORDER BY lost_at, subject, h.tool_id
+"""
+
+
+def test_an_analyst_joins_effective_history_to_find_when_agents_lost_a_tool(story: int, cli: Any) -> None:
+    # given the example story; when an analyst asks in SQL when agents lost a tool they could call, and why
+    lost = ok(cli("sql", LOST))
+    # then the revoke, the allowlist and the alias retirement of the story are among the answers
+    assert {(r["subject"], r["tool_id"], r["since_then"], r["event"]) for r in lost} >= {
+        ("agent:triage", "websearch", "not in its set", "Grants.Revoked"),
+        ("agent:triage", "tool.desktop.act", "disabled_by_agent_allowlist", "Agent.AllowlistSet"),
+        ("agent:triage", "memory.search", "disabled_by_agent_allowlist", "Tool.AliasRetired")}
+    # and each is what `who-can --at` answers just before and at that position
+    for row in lost:
+        def exposure(at: int) -> str:
+            found = ok(cli("who-can", row["tool_id"], "--at", str(at)))["subjects"]
+            return next((s["exposure"] for s in found if s["subject"] == row["subject"]), "not in its set")
+
+        assert exposure(row["lost_at"] - 1) == "enabled", row
+        assert exposure(row["lost_at"]) == row["since_then"], row
+
+
+def test_an_analyst_asks_one_agent_s_history_of_the_table_macro_and_gets_its_share_of_the_view(
+        story: int, cli: Any) -> None:
+    # given the example story; when an analyst asks for one agent's versions through the table macro
+    share = ok(cli("sql", "SELECT * FROM effective_history_of('agent', 'triage') ORDER BY ALL"))
+    # then they are exactly that agent's rows of the view
+    view = ok(cli("sql", "SELECT * FROM effective_history WHERE subject_kind = 'agent' AND subject = 'triage' "
+                         "ORDER BY ALL"))
+    assert share == view and len(share) > 5
