@@ -140,9 +140,10 @@ class Projector:
         for envelope in fresh:
             data = upcast(envelope.type, envelope.type_version, envelope.data)
             handlers[envelope.type](envelope, data)
+        # The batch's events first: the parts' SQL builds history tables from them (sql_history.py).
+        insert_columns(self.con, "events", event_columns(fresh))
         for part in parts:
             part.flush(self.con)
-        insert_columns(self.con, "events", event_columns(fresh))
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
         run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])
