@@ -9,7 +9,8 @@ from typing import Any
 import duckdb
 
 from projections.envelope import Envelope
-from projections.rows import AppendRows, BufferedPart, GroupedRows, HistoryRows, scalar
+from projections.rows import AppendRows, Buffer, BufferedPart, GroupedRows, HistoryRows, scalar
+from projections.sql_history import SqlAppend, SqlHistory
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
@@ -37,6 +38,15 @@ class CatalogPart(BufferedPart):
         self.platform_namespaces = AppendRows("platform_namespaces")
         self.pattern_shims = AppendRows("pattern_shims")
         self.seals = AppendRows("seals")
+        # A tool registered with no other Tool.* event in its batch and no input schema (most of them):
+        # its rows are a pure function of the event, built in SQL (sql/registered_*.sql). The others
+        # (`kept`) go through the handlers, which later events of the batch read back.
+        registered = frozenset({"Tool.Registered"})
+        self.registered_tools = SqlAppend("tools", "registered_tools", registered)
+        self.registered_history = SqlHistory("tool_history", ("tool_key",), "history_registered_tools", registered)
+        self.registered_classes = SqlHistory("tool_class_history", ("tool_key",), "history_registered_classes",
+                                             registered)
+        self.kept: set[str] = set()
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {
             "Policy.Recorded": self.policy_recorded,
@@ -62,16 +72,20 @@ class CatalogPart(BufferedPart):
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
-        tool_keys = {e.originator_id for e in envelopes if e.type.startswith("Tool.")}
-        self.tools.load(con, tool_keys)
-        self.aliases.load(con, tool_keys)
+        self.kept = {e.originator_id for e in envelopes if e.type.startswith("Tool.") and (
+            e.type != "Tool.Registered" or e.data["spec"].get("input_schema") is not None)}
+        for rows in (self.registered_tools, self.registered_history, self.registered_classes):
+            rows.plan(envelopes, kept=sorted(self.kept))
+        self.tools.load(con, self.kept)
+        self.aliases.load(con, self.kept)
         if any(e.type == "Releases.Published" for e in envelopes):
             self._release_count = scalar(con, "SELECT count(*) FROM releases")
 
-    def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
+    def _buffers(self) -> tuple[Buffer, ...]:
         return (self.policy, self.releases, self.release_plans, self.milestones, self.steps, self.tools, self.aliases,
                 self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals, self.class_history,
-                self.schema_history, self.compatibility)
+                self.schema_history, self.compatibility, self.registered_tools, self.registered_history,
+                self.registered_classes)
 
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
@@ -117,6 +131,8 @@ class CatalogPart(BufferedPart):
                                recorded_at=when(e), actor=e.actor)
 
     def tool_registered(self, e: Envelope, data: dict[str, Any]) -> None:
+        if e.originator_id not in self.kept:
+            return  # built in SQL at flush
         spec = data["spec"]
         schema = spec.get("input_schema")
         self.tools.put({

@@ -79,3 +79,23 @@ class SqlHistory:
         return (f"INSERT INTO {self.table} BY NAME SELECT * EXCLUDE ({excluded}), position AS valid_from, "
                 f"lead(position) {following} AS valid_to, recorded_at AS valid_from_time, "
                 f"lead(recorded_at) {following} AS valid_to_time{effective} FROM {_CHANGES} QUALIFY NOT ended")
+
+
+class SqlAppend:
+    """Rows only ever added, selected from the batch's events by `sql/<rows>.sql` (same parameters)."""
+
+    def __init__(self, table: str, rows: str, types: frozenset[str]) -> None:
+        self.table, self.rows, self.types = table, rows, types
+        self.params: dict[str, Any] | None = None
+
+    def plan(self, envelopes: Sequence[Envelope], **params: Any) -> None:
+        found = batch_params(envelopes, self.types)
+        self.params = None if found is None else {**found, **params}
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self.params is not None:
+            run(con, f"INSERT INTO {self.table} BY NAME {query(self.rows)}", self.params)
+        self.clear()
+
+    def clear(self) -> None:
+        self.params = None
