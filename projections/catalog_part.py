@@ -19,6 +19,12 @@ def when(envelope: Envelope) -> datetime:
     return datetime.fromisoformat(envelope.recorded_at)
 
 
+def ignore(envelope: Envelope, data: dict[str, Any]) -> None:
+    """The handler of events whose rows, if any, are not written by a handler: those that only guard
+    uniqueness or start an aggregate, and those built in SQL at flush. The projector does not even upcast
+    them."""
+
+
 class CatalogPart(BufferedPart):
     """One small method per event type; rows are buffered and written in bulk by `flush`."""
 
@@ -50,7 +56,7 @@ class CatalogPart(BufferedPart):
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {
             "Policy.Recorded": self.policy_recorded,
-            "Releases.Started": self.ignore,
+            "Releases.Started": ignore,
             "Releases.Published": self.release_published,
             "Releases.Planned": self.release_planned,
             "Tool.Registered": self.tool_registered,
@@ -61,21 +67,23 @@ class CatalogPart(BufferedPart):
             "Tool.StepRecorded": self.step_recorded,
             "Tool.AliasRetired": self.alias_retired,
             "Tool.Classified": self.tool_classified,
-            "Name.Claimed": self.ignore,
-            "IdempotencyKey.Used": self.ignore,
-            "Audit.Started": self.ignore,
+            "Name.Claimed": ignore,
+            "IdempotencyKey.Used": ignore,
+            "Audit.Started": ignore,
             "Audit.Sealed": self.sealed,
-            "Namespace.Claimed": self.ignore,
+            "Namespace.Claimed": ignore,
             "Tool.SchemaUpdated": self.schema_updated,
             "Compatibility.Started": self.compatibility_set,
             "Compatibility.ModeSet": self.compatibility_set,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
-        self.kept = {e.originator_id for e in envelopes if e.type.startswith("Tool.") and (
-            e.type != "Tool.Registered" or e.data["spec"].get("input_schema") is not None)}
+        tool_events = [e for e in envelopes if e.type.startswith("Tool.")]
+        self.kept = {e.originator_id for e in tool_events
+                     if e.type != "Tool.Registered" or e.data["spec"].get("input_schema") is not None}
+        present = {e.type for e in tool_events}
         for rows in (self.registered_tools, self.registered_history, self.registered_classes):
-            rows.plan(envelopes, kept=sorted(self.kept))
+            rows.plan(envelopes, present, kept=sorted(self.kept))
         self.tools.load(con, self.kept)
         self.aliases.load(con, self.kept)
         if any(e.type == "Releases.Published" for e in envelopes):
@@ -102,9 +110,6 @@ class CatalogPart(BufferedPart):
         self.alias_history.set((alias,), version, e.position, when(e))
 
     # -- handlers ---------------------------------------------------------------------------------
-    def ignore(self, envelope: Envelope, data: dict[str, Any]) -> None:
-        """Events that only guard uniqueness or start an aggregate change nothing here."""
-
     def policy_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
         policy = data["policy"]
         self.policy.add(name=policy["name"], policy=json.dumps(policy, sort_keys=True), position=e.position,

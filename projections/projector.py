@@ -15,7 +15,7 @@ import duckdb
 
 from domain.errors import IntegrityFailure
 from domain.registry import upcast
-from projections.catalog_part import CatalogPart, Handler, when
+from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_columns, run
 from projections.effective_part import EffectivePart
@@ -138,8 +138,9 @@ class Projector:
         for part in parts:
             part.prefetch(self.con, fresh)
         for envelope in fresh:
-            data = upcast(envelope.type, envelope.type_version, envelope.data)
-            handlers[envelope.type](envelope, data)
+            handle = handlers[envelope.type]
+            if handle is not ignore:  # most events of a catch-up: their rows are built in SQL at flush
+                handle(envelope, upcast(envelope.type, envelope.type_version, envelope.data))
         # The batch's events first: the parts' SQL builds history tables from them (sql_history.py).
         insert_columns(self.con, "events", event_columns(fresh))
         for part in parts:

@@ -25,10 +25,10 @@ from projections.sqlfiles import query
 _CHANGES = "_toolcat_changes"
 
 
-def batch_params(envelopes: Sequence[Envelope], types: frozenset[str]) -> dict[str, Any] | None:
-    """The positions a changes query reads, or None when no event of the batch has one of `types`
-    (then the table is left alone: a following batch of a few events runs no statement for it)."""
-    if not any(e.type in types for e in envelopes):
+def batch_params(envelopes: Sequence[Envelope], present: set[str], types: frozenset[str]) -> dict[str, Any] | None:
+    """The positions a changes query reads, or None when the batch (whose event types are `present`) has
+    none of `types` (then the table is left alone: a following batch of a few events runs no statement)."""
+    if types.isdisjoint(present):
         return None
     return {"first": envelopes[0].position, "last": envelopes[-1].position}
 
@@ -43,10 +43,10 @@ class SqlHistory:
         self.bitemporal = table in BITEMPORAL_TABLES
         self.params: dict[str, Any] | None = None
 
-    def plan(self, envelopes: Sequence[Envelope], **params: Any) -> None:
-        """Called from the part's prefetch with the batch (sorted by position) and the query's other
-        parameters."""
-        found = batch_params(envelopes, self.types)
+    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
+        """Called from the part's prefetch with the batch (sorted by position), its event types, and the
+        query's other parameters."""
+        found = batch_params(envelopes, present, self.types)
         self.params = None if found is None else {**found, **params}
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -88,8 +88,8 @@ class SqlAppend:
         self.table, self.rows, self.types = table, rows, types
         self.params: dict[str, Any] | None = None
 
-    def plan(self, envelopes: Sequence[Envelope], **params: Any) -> None:
-        found = batch_params(envelopes, self.types)
+    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
+        found = batch_params(envelopes, present, self.types)
         self.params = None if found is None else {**found, **params}
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from projections.catalog_part import Handler
+from projections.catalog_part import Handler, ignore
 from projections.envelope import Envelope
 from projections.rows import BufferedPart
 from projections.sql_history import SqlHistory
@@ -42,14 +42,14 @@ class SubjectsPart(BufferedPart):
             _history("grant_history", ("subject_kind", "subject", "grant_id"), "history_grants", "Grants.Added",
                      "Grants.Revoked"),
         )
-        ignore: Handler = lambda e, data: None  # noqa: E731 - the rows come from SQL at flush
         self.handlers: dict[str, Handler] = {event_type: ignore for history in self.histories
                                              for event_type in history.types}
         self.handlers["Grants.Opened"] = ignore
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
+        present = {e.type for e in envelopes}
         for history in self.histories:
-            history.plan(envelopes)
+            history.plan(envelopes, present)
 
     def _buffers(self) -> tuple[SqlHistory, ...]:
         return self.histories

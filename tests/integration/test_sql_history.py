@@ -124,7 +124,8 @@ def test_given_old_and_new_stored_forms_when_read_by_sql_then_effective_at_is_wh
 
     # when the SQL twin reads them, and Python upcasts them
     by_sql = {row["position"]: row["moment"] for row in select_rows(
-        con, f"SELECT position, {query('effective_at')} AS moment FROM events ORDER BY position")}
+        con, f"SELECT position, {query('effective_at')} AS moment FROM (SELECT *, from_json(data, "
+             "'{\"effective_at\": \"VARCHAR\"}') AS d FROM events) ORDER BY position")}
     by_python = {e.position: effective_at(upcast(e.type, e.type_version, e.data)) for e in forms}
 
     # then both give the same moment (or none) for every stored form
