@@ -81,9 +81,12 @@ class CatalogPart(BufferedPart):
         tool_events = [e for e in envelopes if e.type.startswith("Tool.")]
         self.kept = {e.originator_id for e in tool_events
                      if e.type != "Tool.Registered" or e.data["spec"].get("input_schema") is not None}
-        present = {e.type for e in tool_events}
-        for rows in (self.registered_tools, self.registered_history, self.registered_classes):
-            rows.plan(envelopes, present, kept=sorted(self.kept))
+        present, kept = {e.type for e in tool_events}, sorted(self.kept)
+        self.registered_tools.plan(envelopes, present, kept=kept)
+        self.registered_history.plan(envelopes, present, kept=kept)
+        # Most registrations list no classes: no statement for tool_class_history then.
+        classified = any(e.type == "Tool.Registered" and e.data["spec"].get("classes") for e in tool_events)
+        self.registered_classes.plan(envelopes, present if classified else set(), kept=kept)
         self.tools.load(con, self.kept)
         self.aliases.load(con, self.kept)
         if any(e.type == "Releases.Published" for e in envelopes):

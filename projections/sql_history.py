@@ -52,12 +52,11 @@ class SqlHistory:
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.params is None:
             return
-        # A temporary table: the close and the open both read the changes, the JSON is parsed once.
-        # On failure the batch's transaction rolls back, and the table with it.
-        run(con, f"CREATE OR REPLACE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
-        run(con, self._close_sql())
-        run(con, self._open_sql())
-        run(con, f"DROP TABLE {_CHANGES}")
+        # Both statements read the changes query (a CTE): parsing a batch's events twice costs less than
+        # creating and dropping a temporary table, which a following batch of a few events would pay.
+        changes = f"WITH {_CHANGES} AS ({query(self.changes)}) "
+        run(con, changes + self._close_sql(), self.params)
+        run(con, changes + self._open_sql(), self.params)
         self.clear()
 
     def clear(self) -> None:
