@@ -49,9 +49,10 @@ class CatalogPart(BufferedPart):
         # (`kept`) go through the handlers, which later events of the batch read back.
         registered = frozenset({"Tool.Registered"})
         self.registered_tools = SqlAppend("tools", "registered_tools", registered)
-        self.registered_history = SqlHistory("tool_history", ("tool_key",), "history_registered_tools", registered)
+        self.registered_history = SqlHistory("tool_history", ("tool_key",), "history_registered_tools", registered,
+                                             new_keys=True)
         self.registered_classes = SqlHistory("tool_class_history", ("tool_key",), "history_registered_classes",
-                                             registered)
+                                             registered, new_keys=True)
         self.kept: set[str] = set()
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {

@@ -36,10 +36,14 @@ def batch_params(envelopes: Sequence[Envelope], present: set[str], types: frozen
 class SqlHistory:
     """A history table written from the batch's events by its changes query."""
 
-    def __init__(self, table: str, keys: tuple[str, ...], changes: str, types: frozenset[str]) -> None:
+    def __init__(self, table: str, keys: tuple[str, ...], changes: str, types: frozenset[str],
+                 new_keys: bool = False) -> None:
+        """`new_keys`: every change is the first of its key ever (an aggregate's creation event, keyed by
+        the aggregate's id), so there is no open version to close."""
         if table not in HISTORY_TABLES:
             raise ValueError(f"{table} is not listed in schema.HISTORY_TABLES")
         self.table, self.keys, self.changes, self.types = table, keys, changes, types
+        self.new_keys = new_keys
         self.bitemporal = table in BITEMPORAL_TABLES
         self.params: dict[str, Any] | None = None
 
@@ -52,11 +56,15 @@ class SqlHistory:
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.params is None:
             return
-        # Both statements read the changes query (a CTE): parsing a batch's events twice costs less than
-        # creating and dropping a temporary table, which a following batch of a few events would pay.
-        changes = f"WITH {_CHANGES} AS ({query(self.changes)}) "
-        run(con, changes + self._close_sql(), self.params)
-        run(con, changes + self._open_sql(), self.params)
+        # The changes in a temporary table, not a CTE read by both statements: with its true size known,
+        # the close joins the few changes of a small batch to the history, not the whole history to a
+        # guess (about 3x faster for a batch of 20 events). It is replaced by the next table's changes
+        # rather than dropped (one statement less a table and batch); on failure the batch's transaction
+        # rolls back, and the table with it.
+        run(con, f"CREATE OR REPLACE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
+        if not self.new_keys:
+            run(con, self._close_sql())
+        run(con, self._open_sql())
         self.clear()
 
     def clear(self) -> None:
