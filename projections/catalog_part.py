@@ -10,7 +10,7 @@ import duckdb
 
 from projections.envelope import Envelope
 from projections.rows import AppendRows, Buffer, BufferedPart, GroupedRows, HistoryRows, scalar
-from projections.sql_history import SqlAppend, SqlHistory
+from projections.sql_history import SqlAppend, SqlHistory, drop_changes
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
@@ -99,6 +99,10 @@ class CatalogPart(BufferedPart):
                 self.schema_history, self.compatibility, self.registered_tools, self.registered_history,
                 self.registered_classes)
 
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().flush(con)
+        drop_changes(con)
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
         tool = self.tools.get(tool_key)

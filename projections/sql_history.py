@@ -33,6 +33,12 @@ def batch_params(envelopes: Sequence[Envelope], present: set[str], types: frozen
     return {"first": envelopes[0].position, "last": envelopes[-1].position}
 
 
+def drop_changes(con: duckdb.DuckDBPyConnection) -> None:
+    """After a part's SQL histories are written: user SQL runs on the projector's connection, where a
+    leftover temporary table would show."""
+    run(con, f"DROP TABLE IF EXISTS {_CHANGES}")
+
+
 class SqlHistory:
     """A history table written from the batch's events by its changes query."""
 
@@ -58,9 +64,9 @@ class SqlHistory:
             return
         # The changes in a temporary table, not a CTE read by both statements: with its true size known,
         # the close joins the few changes of a small batch to the history, not the whole history to a
-        # guess (about 3x faster for a batch of 20 events). It is replaced by the next table's changes
-        # rather than dropped (one statement less a table and batch); on failure the batch's transaction
-        # rolls back, and the table with it.
+        # guess (about 3x faster for a batch of 20 events). It is replaced by the next table's changes,
+        # and dropped once by the part (drop_changes) when all are written; on failure the batch's
+        # transaction rolls back, and the table with it.
         run(con, f"CREATE OR REPLACE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
         if not self.new_keys:
             run(con, self._close_sql())

@@ -12,7 +12,7 @@ import duckdb
 from projections.catalog_part import Handler, ignore
 from projections.envelope import Envelope
 from projections.rows import BufferedPart
-from projections.sql_history import SqlHistory
+from projections.sql_history import SqlHistory, drop_changes
 
 
 def effective_at(data: dict[str, Any]) -> datetime | None:
@@ -53,3 +53,7 @@ class SubjectsPart(BufferedPart):
 
     def _buffers(self) -> tuple[SqlHistory, ...]:
         return self.histories
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().flush(con)
+        drop_changes(con)

@@ -67,6 +67,8 @@ def test_given_one_history_when_projected_in_pages_of_1_7_and_20000_then_every_t
         con = open_read_model(sqlite_settings, path=tmp_path / f"pages_{page_size}.duckdb")
         catch_up(stored, Projector(con), page_size=page_size)
         projected[page_size] = (every_table(con), fingerprint(con, deep=True))
+        # and the projector leaves no working table behind for user SQL on its connection to see
+        assert con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall() == []
         con.close()
 
     # then every table holds the same rows and the read models have one fingerprint
