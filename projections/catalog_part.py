@@ -9,13 +9,20 @@ from typing import Any
 import duckdb
 
 from projections.envelope import Envelope
-from projections.rows import AppendRows, BufferedPart, GroupedRows, HistoryRows, scalar
+from projections.rows import AppendRows, Buffer, BufferedPart, GroupedRows, HistoryRows, scalar
+from projections.sql_history import SqlAppend, SqlHistory, drop_changes
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
 
 def when(envelope: Envelope) -> datetime:
     return datetime.fromisoformat(envelope.recorded_at)
+
+
+def ignore(envelope: Envelope, data: dict[str, Any]) -> None:
+    """The handler of events whose rows, if any, are not written by a handler: those that only guard
+    uniqueness or start an aggregate, and those built in SQL at flush. The projector does not even upcast
+    them."""
 
 
 class CatalogPart(BufferedPart):
@@ -37,10 +44,20 @@ class CatalogPart(BufferedPart):
         self.platform_namespaces = AppendRows("platform_namespaces")
         self.pattern_shims = AppendRows("pattern_shims")
         self.seals = AppendRows("seals")
+        # A tool registered with no other Tool.* event in its batch and no input schema (most of them):
+        # its rows are a pure function of the event, built in SQL (sql/registered_*.sql). The others
+        # (`kept`) go through the handlers, which later events of the batch read back.
+        registered = frozenset({"Tool.Registered"})
+        self.registered_tools = SqlAppend("tools", "registered_tools", registered)
+        self.registered_history = SqlHistory("tool_history", ("tool_key",), "history_registered_tools", registered,
+                                             new_keys=True)
+        self.registered_classes = SqlHistory("tool_class_history", ("tool_key",), "history_registered_classes",
+                                             registered, new_keys=True)
+        self.kept: set[str] = set()
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {
             "Policy.Recorded": self.policy_recorded,
-            "Releases.Started": self.ignore,
+            "Releases.Started": ignore,
             "Releases.Published": self.release_published,
             "Releases.Planned": self.release_planned,
             "Tool.Registered": self.tool_registered,
@@ -51,28 +68,41 @@ class CatalogPart(BufferedPart):
             "Tool.StepRecorded": self.step_recorded,
             "Tool.AliasRetired": self.alias_retired,
             "Tool.Classified": self.tool_classified,
-            "Name.Claimed": self.ignore,
-            "IdempotencyKey.Used": self.ignore,
-            "Audit.Started": self.ignore,
+            "Name.Claimed": ignore,
+            "IdempotencyKey.Used": ignore,
+            "Audit.Started": ignore,
             "Audit.Sealed": self.sealed,
-            "Namespace.Claimed": self.ignore,
+            "Namespace.Claimed": ignore,
             "Tool.SchemaUpdated": self.schema_updated,
             "Compatibility.Started": self.compatibility_set,
             "Compatibility.ModeSet": self.compatibility_set,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
-        tool_keys = {e.originator_id for e in envelopes if e.type.startswith("Tool.")}
-        self.tools.load(con, tool_keys)
-        self.aliases.load(con, tool_keys)
+        tool_events = [e for e in envelopes if e.type.startswith("Tool.")]
+        self.kept = {e.originator_id for e in tool_events
+                     if e.type != "Tool.Registered" or e.data["spec"].get("input_schema") is not None}
+        present, kept = {e.type for e in tool_events}, sorted(self.kept)
+        self.registered_tools.plan(envelopes, present, kept=kept)
+        self.registered_history.plan(envelopes, present, kept=kept)
+        # Most registrations list no classes: no statement for tool_class_history then.
+        classified = any(e.type == "Tool.Registered" and e.data["spec"].get("classes") for e in tool_events)
+        self.registered_classes.plan(envelopes, present if classified else set(), kept=kept)
+        self.tools.load(con, self.kept)
+        self.aliases.load(con, self.kept)
         if any(e.type == "Releases.Published" for e in envelopes):
             self._release_count = scalar(con, "SELECT count(*) FROM releases")
 
-    def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
+    def _buffers(self) -> tuple[Buffer, ...]:
         return (self.policy, self.releases, self.release_plans, self.milestones, self.steps, self.tools, self.aliases,
                 self.tool_history, self.alias_history, self.platform_namespaces, self.pattern_shims, self.seals, self.class_history,
-                self.schema_history, self.compatibility)
+                self.schema_history, self.compatibility, self.registered_tools, self.registered_history,
+                self.registered_classes)
 
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().flush(con)
+        drop_changes(con)
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
         tool = self.tools.get(tool_key)
@@ -88,9 +118,6 @@ class CatalogPart(BufferedPart):
         self.alias_history.set((alias,), version, e.position, when(e))
 
     # -- handlers ---------------------------------------------------------------------------------
-    def ignore(self, envelope: Envelope, data: dict[str, Any]) -> None:
-        """Events that only guard uniqueness or start an aggregate change nothing here."""
-
     def policy_recorded(self, e: Envelope, data: dict[str, Any]) -> None:
         policy = data["policy"]
         self.policy.add(name=policy["name"], policy=json.dumps(policy, sort_keys=True), position=e.position,
@@ -117,6 +144,8 @@ class CatalogPart(BufferedPart):
                                recorded_at=when(e), actor=e.actor)
 
     def tool_registered(self, e: Envelope, data: dict[str, Any]) -> None:
+        if e.originator_id not in self.kept:
+            return  # built in SQL at flush
         spec = data["spec"]
         schema = spec.get("input_schema")
         self.tools.put({

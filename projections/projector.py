@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from domain.errors import IntegrityFailure
 from domain.registry import upcast
-from projections.catalog_part import CatalogPart, Handler, when
+from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_columns, run
 from projections.effective_part import EffectivePart
@@ -163,11 +163,15 @@ class Projector:
         """`batch`: the same envelopes with their upcast data and `events` rows already built."""
         for part in parts:
             part.prefetch(self.con, fresh)
-        for envelope, data in zip(fresh, batch.data if batch else upcast_all(fresh), strict=True):
-            handlers[envelope.type](envelope, data)
+        for index, envelope in enumerate(fresh):
+            handle = handlers[envelope.type]
+            if handle is not ignore:  # most events of a catch-up: their rows are built in SQL at flush
+                handle(envelope, batch.data[index] if batch else
+                       upcast(envelope.type, envelope.type_version, envelope.data))
+        # The batch's events first: the parts' SQL builds history tables from them (sql_history.py).
+        insert_columns(self.con, "events", batch.events if batch else event_columns(fresh))
         for part in parts:
             part.flush(self.con)
-        insert_columns(self.con, "events", batch.events if batch else event_columns(fresh))
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
         run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])

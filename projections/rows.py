@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
@@ -159,10 +159,18 @@ class HistoryRows:
         self.changes = {}
 
 
+class Buffer(Protocol):
+    """What a part writes at the end of a batch: AppendRows, GroupedRows, HistoryRows, sql_history.SqlHistory."""
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None: ...
+
+    def clear(self) -> None: ...
+
+
 class BufferedPart:
     """A projection part whose rows are buffered during a batch: flushed together, or all discarded."""
 
-    def _buffers(self) -> tuple[AppendRows | GroupedRows | HistoryRows, ...]:
+    def _buffers(self) -> tuple[Buffer, ...]:
         raise NotImplementedError
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:

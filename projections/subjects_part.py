@@ -1,4 +1,7 @@
-"""The subjects part of the read model: units, agents, allowlists, images, connectors, bindings, grants."""
+"""The subjects part of the read model: units, agents, allowlists, images, connectors, bindings, grants.
+
+Every version here is a pure function of one event, so each history table is built in SQL from the batch's
+events (sql_history.py, `sql/history_*.sql`), not by a Python handler per event."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -6,84 +9,51 @@ from typing import Any
 
 import duckdb
 
-from projections.catalog_part import Handler, when
+from projections.catalog_part import Handler, ignore
 from projections.envelope import Envelope
-from projections.rows import BufferedPart, HistoryRows
+from projections.rows import BufferedPart
+from projections.sql_history import SqlHistory, drop_changes
 
 
 def effective_at(data: dict[str, Any]) -> datetime | None:
-    """When a grant or binding change takes effect, if the operator said (`--effective-at`)."""
+    """When a grant or binding change takes effect, if the operator said (`--effective-at`). Its SQL twin
+    is `sql/effective_at.sql`; tests/integration/test_sql_history.py holds the two to the same answers."""
     moment = data.get("effective_at")
     return datetime.fromisoformat(moment) if moment else None
 
 
+def _history(table: str, keys: tuple[str, ...], changes: str, *types: str) -> SqlHistory:
+    return SqlHistory(table, keys, changes, frozenset(types))
+
+
 class SubjectsPart(BufferedPart):
-    """One small method per event type, each recording a version in a history table."""
+    """Its handlers do nothing: the batch's events are read back from `events` by each table's SQL."""
 
     def __init__(self) -> None:
-        self.units = HistoryRows("unit_history", ("name",))
-        self.agents = HistoryRows("agent_history", ("name",))
-        self.allowlists = HistoryRows("allowlist_history", ("agent",))
-        self.images = HistoryRows("image_history", ("agent",))
-        self.connectors = HistoryRows("connector_history", ("slug",))
-        self.bindings = HistoryRows("binding_history", ("unit", "slug"))
-        self.grants = HistoryRows("grant_history", ("subject_kind", "subject", "grant_id"))
-        self.handlers: dict[str, Handler] = {
-            "Unit.Created": self.unit_created,
-            "Unit.ConnectorBound": self.connector_bound,
-            "Unit.ConnectorUnbound": self.connector_unbound,
-            "Agent.Created": self.agent_created,
-            "Agent.AllowlistSet": self.allowlist_set,
-            "Agent.AllowlistCleared": self.allowlist_cleared,
-            "Agent.ImageDeclared": self.image_declared,
-            "Connector.Registered": self.connector_registered,
-            "Grants.Opened": lambda e, data: None,
-            "Grants.Added": self.grant_added,
-            "Grants.Revoked": self.grant_revoked,
-        }
+        self.histories = (
+            _history("unit_history", ("name",), "history_units", "Unit.Created"),
+            _history("agent_history", ("name",), "history_agents", "Agent.Created"),
+            _history("allowlist_history", ("agent",), "history_allowlists", "Agent.AllowlistSet",
+                     "Agent.AllowlistCleared"),
+            _history("image_history", ("agent",), "history_images", "Agent.ImageDeclared"),
+            _history("connector_history", ("slug",), "history_connectors", "Connector.Registered"),
+            _history("binding_history", ("unit", "slug"), "history_bindings", "Unit.ConnectorBound",
+                     "Unit.ConnectorUnbound"),
+            _history("grant_history", ("subject_kind", "subject", "grant_id"), "history_grants", "Grants.Added",
+                     "Grants.Revoked"),
+        )
+        self.handlers: dict[str, Handler] = {event_type: ignore for history in self.histories
+                                             for event_type in history.types}
+        self.handlers["Grants.Opened"] = ignore
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
-        """Nothing to read ahead: every change is a new version."""
+        present = {e.type for e in envelopes}
+        for history in self.histories:
+            history.plan(envelopes, present)
 
-    def _buffers(self) -> tuple[HistoryRows, ...]:
-        return (self.units, self.agents, self.allowlists, self.images, self.connectors, self.bindings,
-                self.grants)
+    def _buffers(self) -> tuple[SqlHistory, ...]:
+        return self.histories
 
-
-    def unit_created(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.units.set((data["name"],), {"parent": data["parent"]}, e.position, when(e))
-
-    def connector_bound(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.bindings.set((data["unit"], data["slug"]), {}, e.position, when(e), effective_at(data))
-
-    def connector_unbound(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.bindings.set((data["unit"], data["slug"]), None, e.position, when(e), effective_at(data))
-
-    def agent_created(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.agents.set((data["name"],), {"unit": data["unit"], "state_mode": data["state_mode"]},
-                        e.position, when(e))
-
-    def allowlist_set(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.allowlists.set((data["agent"],), {"patterns": list(data["patterns"])}, e.position, when(e))
-
-    def allowlist_cleared(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.allowlists.set((data["agent"],), None, e.position, when(e))
-
-    def image_declared(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.images.set((data["agent"],), {"image": data["image"], "tool_ids": list(data["tools"]),
-                                           "tool_keys": list(data["tool_keys"])}, e.position, when(e))
-
-    def connector_registered(self, e: Envelope, data: dict[str, Any]) -> None:
-        self.connectors.set((data["slug"],), {"namespace": data["namespace"], "tools": list(data["tools"])},
-                            e.position, when(e))
-
-    def grant_added(self, e: Envelope, data: dict[str, Any]) -> None:
-        kind, _, name = data["subject"].partition(":")
-        self.grants.set((kind, name, data["tool_key"] or data["target"]),
-                        {"target": data["target"], "tool_key": data["tool_key"]}, e.position, when(e),
-                        effective_at(data))
-
-    def grant_revoked(self, e: Envelope, data: dict[str, Any]) -> None:
-        kind, _, name = data["subject"].partition(":")
-        self.grants.set((kind, name, data["tool_key"] or data["target"]), None, e.position, when(e),
-                        effective_at(data))
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().flush(con)
+        drop_changes(con)

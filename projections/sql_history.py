@@ -1,0 +1,114 @@
+"""Type-2 history built in SQL from a batch's rows of `events`, for the history tables whose versions are a
+pure function of the events (no state read back): no Python dict per event, one pass of window functions.
+
+The projector inserts a batch's `events` rows before the parts flush, so a part's SQL can read them. A
+`changes` query (`sql/<name>.sql`) turns the batch's events into one row per change: the table's key and
+value columns, `position`, `recorded_at`, `ended` (the change ends the key's history) and, for a
+bitemporal table, `effective_at` (when it took effect, else when recorded). It reads the events of
+positions `$first` to `$last` and any other parameter the part gives. From those rows the same versions
+as `rows.HistoryRows` are written: the open version of each key touched is closed by its first change, and
+each change that does not end the key opens a version that the key's next change (`lead()`) closes.
+Each event makes at most one change per key, so no two changes of a key share a position.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from projections.envelope import Envelope
+from projections.rows import run
+from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
+from projections.sqlfiles import query
+
+_CHANGES = "_toolcat_changes"
+
+
+def batch_params(envelopes: Sequence[Envelope], present: set[str], types: frozenset[str]) -> dict[str, Any] | None:
+    """The positions a changes query reads, or None when the batch (whose event types are `present`) has
+    none of `types` (then the table is left alone: a following batch of a few events runs no statement)."""
+    if types.isdisjoint(present):
+        return None
+    return {"first": envelopes[0].position, "last": envelopes[-1].position}
+
+
+def drop_changes(con: duckdb.DuckDBPyConnection) -> None:
+    """After a part's SQL histories are written: user SQL runs on the projector's connection, where a
+    leftover temporary table would show."""
+    run(con, f"DROP TABLE IF EXISTS {_CHANGES}")
+
+
+class SqlHistory:
+    """A history table written from the batch's events by its changes query."""
+
+    def __init__(self, table: str, keys: tuple[str, ...], changes: str, types: frozenset[str],
+                 new_keys: bool = False) -> None:
+        """`new_keys`: every change is the first of its key ever (an aggregate's creation event, keyed by
+        the aggregate's id), so there is no open version to close."""
+        if table not in HISTORY_TABLES:
+            raise ValueError(f"{table} is not listed in schema.HISTORY_TABLES")
+        self.table, self.keys, self.changes, self.types = table, keys, changes, types
+        self.new_keys = new_keys
+        self.bitemporal = table in BITEMPORAL_TABLES
+        self.params: dict[str, Any] | None = None
+
+    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
+        """Called from the part's prefetch with the batch (sorted by position), its event types, and the
+        query's other parameters."""
+        found = batch_params(envelopes, present, self.types)
+        self.params = None if found is None else {**found, **params}
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self.params is None:
+            return
+        # The changes in a temporary table, not a CTE read by both statements: with its true size known,
+        # the close joins the few changes of a small batch to the history, not the whole history to a
+        # guess (about 3x faster for a batch of 20 events). It is replaced by the next table's changes,
+        # and dropped once by the part (drop_changes) when all are written; on failure the batch's
+        # transaction rolls back, and the table with it.
+        run(con, f"CREATE OR REPLACE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
+        if not self.new_keys:
+            run(con, self._close_sql())
+        run(con, self._open_sql())
+        self.clear()
+
+    def clear(self) -> None:
+        self.params = None
+
+    def _close_sql(self) -> str:
+        keys = ", ".join(self.keys)
+        match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
+        effective_to = ", effective_to = c.effective_at" if self.bitemporal else ""
+        return (f"UPDATE {self.table} AS h SET valid_to = c.position, valid_to_time = c.recorded_at{effective_to} "
+                f"FROM (SELECT * FROM {_CHANGES} QUALIFY row_number() OVER (PARTITION BY {keys} "
+                f"ORDER BY position) = 1) AS c WHERE {match} AND h.valid_to IS NULL")
+
+    def _open_sql(self) -> str:
+        following = f"OVER (PARTITION BY {', '.join(self.keys)} ORDER BY position)"
+        excluded = "position, recorded_at, ended" + (", effective_at" if self.bitemporal else "")
+        effective = (f", effective_at AS effective_from, lead(effective_at) {following} AS effective_to"
+                     if self.bitemporal else "")
+        return (f"INSERT INTO {self.table} BY NAME SELECT * EXCLUDE ({excluded}), position AS valid_from, "
+                f"lead(position) {following} AS valid_to, recorded_at AS valid_from_time, "
+                f"lead(recorded_at) {following} AS valid_to_time{effective} FROM {_CHANGES} QUALIFY NOT ended")
+
+
+class SqlAppend:
+    """Rows only ever added, selected from the batch's events by `sql/<rows>.sql` (same parameters)."""
+
+    def __init__(self, table: str, rows: str, types: frozenset[str]) -> None:
+        self.table, self.rows, self.types = table, rows, types
+        self.params: dict[str, Any] | None = None
+
+    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
+        found = batch_params(envelopes, present, self.types)
+        self.params = None if found is None else {**found, **params}
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self.params is not None:
+            run(con, f"INSERT INTO {self.table} BY NAME {query(self.rows)}", self.params)
+        self.clear()
+
+    def clear(self) -> None:
+        self.params = None
