@@ -33,8 +33,9 @@ def note(con: duckdb.DuckDBPyConnection, grants_added: list[dict[str, object]], 
     if not grants_added and not general:
         return
     _create(con)
-    rows = [{"kind": "grant_added", **grant} for grant in grants_added]
-    insert_rows(con, DELTAS, rows + ([{"kind": "general"}] if general else []))
+    if scalar(con, f"SELECT count(*) FROM {DELTAS} WHERE kind = 'general'"):
+        return  # the general query refreshes these sets anyway: a long catch-up keeps no grants here
+    insert_rows(con, DELTAS, [{"kind": "general"}] if general else [{"kind": "grant_added", **g} for g in grants_added])
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:

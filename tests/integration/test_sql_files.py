@@ -12,6 +12,7 @@ from domain.base import Meta
 from domain.naming import preset
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
+from projections import effective_deltas
 from projections.catchup import catch_up
 from projections.effective import INFINITY, effective_digest, subjects_at, subjects_registered
 from projections.projector import Projector
@@ -22,7 +23,8 @@ META = Meta(actor="tester")
 # A value for every parameter a query may name.
 PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-such-key", "ids": ["arxiv.search"],
                               "units": ["org"], "positions": [1], "key": "no-such-key", "id": "arxiv.search",
-                              "alias": "arxiv.find", "kind": "agent", "name": "ada"}
+                              "alias": "arxiv.find", "kind": "agent", "name": "ada", "keys": ["no-such-key"],
+                              "agents": ["ada"]}
 
 
 @pytest.fixture
@@ -48,6 +50,9 @@ def con(tmp_path: Path) -> Any:
 def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
     names = [name.removesuffix(".sql") for name, _ in sql_files("sql")]
     assert "effective_set" in names and "materialized_differences" in names
+    # the follower's deltas read the grants a batch noted
+    effective_deltas.note(con, [{"position": 1, "holder_kind": "unit", "holder": "org", "target": "arxiv.*",
+                                 "tool_key": None}], general=False)
     for name in names:
         if name == "effective_set":
             continue  # CTEs only: run through the files that include it
