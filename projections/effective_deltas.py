@@ -79,8 +79,8 @@ def _grant_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     first). A subject's row that stays keeps its exposure (it depends on the subject and the tool alone);
     a new one gets it as effective_set.sql works it out. A few small statements, not one query: DuckDB
     plans a large one in ≈ 10 ms, which is what this saves."""
-    keys, patterns = run(con, f"SELECT list(DISTINCT tool_key) FILTER (WHERE tool_key IS NOT NULL), "
-                              f"count(*) FILTER (WHERE tool_key IS NULL) > 0 FROM {DELTAS} WHERE kind = 'grant_added'")[0]
+    keys, patterns = run(con, f"SELECT list(DISTINCT tool_key) FILTER (WHERE tool_key IS NOT NULL), count(*) "
+                              f"FILTER (WHERE tool_key IS NULL) > 0 FROM {DELTAS} WHERE kind = 'grant_added'")[0]
     covered = run(con, query("grant_coverage"), {"keys": keys}) if keys else []
     covered += run(con, query("grant_pattern_coverage")) if patterns else []
     if not covered:
@@ -95,8 +95,8 @@ def _grant_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
                 offers[(kind, name, key)] = (depth, holder_kind, holder)
     tools = {key: fields for _, _, key, *fields in covered}
     stored = {(kind, name, key): (provenance, inherited, exposure) for kind, name, key, provenance, inherited, exposure
-              in run(con, "SELECT subject_kind, subject, tool_key, provenance, inherited_from, exposure "
-                          "FROM effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
+              in run(con, "SELECT subject_kind, subject, tool_key, provenance, inherited_from, exposure FROM "
+                          "effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
                      {"keys": sorted(tools), "names": sorted({name for _, name, _ in offers})})}
     agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, """
         SELECT a.name, a.state_mode, l.agent IS NOT NULL FROM agent_history a

@@ -61,6 +61,7 @@ def in_event_loop(kind: type) -> Any:
 
 
 FRESH, MOMENT = in_event_loop(Fresh), in_event_loop(Moment)
+APPLIED = Freshness(min_position=0)  # what the server has applied, whatever the store holds
 
 
 @router.get(path("tool list"), responses=models.documented(models.ToolPage, 400))
@@ -110,9 +111,11 @@ async def effective(request: Request, subject: str, moment: Moment = MOMENT, fre
     if now and not with_classes and REPLY_MEDIA_TYPE not in request.headers.get("accept", ""):
         # The hot read: the same bytes as below, without the command line's round trip (current_sets.py);
         # a kept answer is sent from the event loop, anything that waits or reads from the thread pool.
-        sets = request.app.state.current_sets
-        found = sets.kept(subject) if server_of(request).is_fresh(fresh.freshness) else None
-        position, body = found or await run_in_threadpool(sets.answer, subject, fresh.freshness)
+        sets, fresh_now = request.app.state.current_sets, server_of(request).is_fresh(fresh.freshness)
+        found = sets.kept(subject) if fresh_now else None
+        # already fresh enough: the read need not look at the store's head again
+        position, body = found or await run_in_threadpool(sets.answer, subject,
+                                                          APPLIED if fresh_now else fresh.freshness)
         return _tagged(request, position, lambda headers: Response(body, headers=headers, media_type="application/json"))
     values = {"subject": subject, "with_classes": with_classes, **moment.values, **fresh.values}
     reply = await run_in_threadpool(run_command, request, "effective", values)
