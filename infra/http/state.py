@@ -137,7 +137,10 @@ class ServerState:
         snapshot's copy in progress. Looked at with stat: opening the file would drop DuckDB's lock."""
         if self._wal.exists() and self._wal.stat().st_size > WAL_LIMIT_BYTES:
             with self.checkpoints, self.writes:
-                run(self.con, "CHECKPOINT")
+                try:
+                    run(self.con, "CHECKPOINT")
+                except duckdb.Error as error:  # the sets served are intact; the next pass tries again
+                    log.warning("checkpointing %s failed: %s", self.settings.read_model_path, error)
 
     def _pause(self) -> None:
         """Between looks at the store: a poll interval, or less when a request needs a newer position."""
