@@ -98,11 +98,12 @@ def _grant_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
               in run(con, "SELECT subject_kind, subject, tool_key, provenance, inherited_from, exposure FROM "
                           "effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
                      {"keys": sorted(tools), "names": sorted({name for _, name, _ in offers})})}
+    offered_agents = sorted({name for kind, name, _ in offers if kind == "agent"})
     agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, """
         SELECT a.name, a.state_mode, l.agent IS NOT NULL FROM agent_history a
         LEFT JOIN allowlist_history l ON l.agent = a.name AND l.valid_to IS NULL
         WHERE a.valid_to IS NULL AND a.name IN (SELECT unnest($names::VARCHAR[]))""",
-        {"names": sorted({name for kind, name, _ in offers if kind == "agent"})})}
+        {"names": offered_agents})} if offered_agents else {}
     rows, undecided = [], []
     for (kind, name, key), (depth, holder_kind, holder) in offers.items():
         has = stored.get((kind, name, key))
@@ -148,15 +149,16 @@ def _reach(con: duckdb.DuckDBPyConnection, holders: set[tuple[str, str]], parent
             units_reached[holder] = found
     depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
     members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND unit IN "
-                       "(SELECT unnest($units::VARCHAR[]))", {"units": sorted({u for _, u in depth_of})})
+                       "(SELECT unnest($units::VARCHAR[]))", {"units": sorted({u for _, u in depth_of})}
+                  ) if depth_of else []
     reach: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
     for holder, found in units_reached.items():
         reach[("unit", holder)] = [("unit", unit, depth) for unit, depth in found]
         reach[("unit", holder)] += [("agent", agent, depth_of[(holder, unit)] + 1) for agent, unit in members
                                     if (holder, unit) in depth_of]
+    named = sorted(holder for kind, holder in holders if kind == "agent")
     agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND name IN "
-                                           "(SELECT unnest($names::VARCHAR[]))",
-                                      {"names": sorted(h for k, h in holders if k == "agent")})}
+                                           "(SELECT unnest($names::VARCHAR[]))", {"names": named})} if named else set()
     reach.update({("agent", name): [("agent", name, 0)] for name in agents})
     return reach
 
