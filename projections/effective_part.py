@@ -7,12 +7,16 @@ import duckdb
 
 from projections.catalog_part import Handler
 from projections.effective import subjects_at
+from projections.effective_deltas import note
 from projections.effective_sets import record_dirty
 from projections.envelope import Envelope
 from projections.rows import run
 from projections.sqlfiles import query
 
 Positions = dict[str, int]
+# The events besides Unit.* and Agent.* that touch sets (below) other than a grant added.
+_GENERAL = frozenset({"Policy.Recorded", "Tool.Registered", "Tool.Renamed", "Tool.SchemaUpdated", "Tool.AliasAdded",
+                      "Tool.AliasDeprecated", "Tool.AliasRetired", "Grants.Revoked"})
 
 
 def _touch(found: Positions, key: str, position: int) -> None:
@@ -34,6 +38,8 @@ class EffectivePart:
         self.new_tools: Positions = {}         # canonical IDs registered or renamed to in this batch
         self.moved_tools: Positions = {}       # tool keys whose canonical ID or input schema changed
         self.aliases_changed = 0               # allowlists resolve through aliases
+        self.grants_added: list[dict[str, object]] = []  # for effective_deltas.py
+        self.general = False                   # an event only the general refresh follows
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
         for e in envelopes:
@@ -41,6 +47,12 @@ class EffectivePart:
 
     def _read(self, e: Envelope) -> None:
         data, at = e.data, e.position
+        if e.type == "Grants.Added":
+            kind, _, name = data["subject"].partition(":")
+            self.grants_added.append({"position": at, "holder_kind": kind, "holder": name,
+                                      "target": data["target"], "tool_key": data["tool_key"]})
+        else:
+            self.general = self.general or e.type in _GENERAL or e.type.startswith(("Unit.", "Agent."))
         if e.type == "Policy.Recorded":
             self.everyone = at
         elif e.type == "Tool.Registered":
@@ -63,6 +75,7 @@ class EffectivePart:
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         self._reach_of_tool_changes(con)
+        note(con, self.grants_added, self.general)
         record_dirty(con, self.touched(con))
         self.discard()
 

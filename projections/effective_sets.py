@@ -10,6 +10,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from projections import effective_deltas as deltas
 from projections.effective import subjects_at
 from projections.materialize import rebuild_all, refresh
 from projections.rows import insert_rows, run, scalar
@@ -50,10 +51,15 @@ def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
     if dirty:
         everyone = subjects_at(con)
         many = len(dirty) > FULL_REBUILD_SHARE * len(everyone)
-        changed = rebuild_all(con, everyone) if many else refresh(con, sorted(dirty))
+        if many:
+            changed = rebuild_all(con, everyone)
+        else:  # the frequent small batches' own refresh when it applies, else the general one
+            delta = deltas.refresh(con)
+            changed = delta if delta is not None else refresh(con, sorted(dirty))
         causes = {f"{kind}:{name}": at for (kind, name), at in dirty.items()}
         _queue(con, {subject: causes.get(subject, position) for subject in changed})
         run(con, "DELETE FROM effective_dirty")
+    deltas.forget(con)
     run(con, "DELETE FROM effective_valid")
     run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
     return sorted(changed)

@@ -1,14 +1,16 @@
 """The hot read of `toolcat serve`: a subject's current effective set (`GET /v1/subjects/{s}/effective` with
-no moment and no class labels), answered from the encoded bytes of the last answer while the read model has
-not moved since, else read with one statement, encoded once and kept.
+no moment and no class labels), answered from the encoded bytes of an earlier answer while the subject's set
+has not changed since, else read with one statement, encoded once and kept.
 
-An answer holds the read model's position (and its ETag is that position), so an answer kept for position P
-is exactly what reading at P gives: it is served only while the server's applied position is still P, and
-any batch applied makes every kept answer a miss. Answers are bytes equal to what the command line's
-`effective SUBJECT --json` document encodes to, through the same `json_response`."""
+An answer holds the read model's position (and its ETag is that position). A kept answer is the document's
+bytes around its position: read at P1 and still unchanged at P2 (no batch in between changed the subject's
+set, as the follower tells `changed`), the answer at P2 is those bytes with P2 in between — exactly what
+reading at P2 gives. A batch thus invalidates only the subjects whose set it changed. Answers are bytes equal
+to what the command line's `effective SUBJECT --json` document encodes to, through the same `encode`."""
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 from infra.cli.effective import current_document
 from infra.freshness import Freshness
@@ -16,33 +18,68 @@ from infra.http.answers import encode
 from infra.http.state import ServerState
 
 # Answers kept at most (each about the size of one subject's set, ~50 KB on the 10k-tool benchmark
-# catalog); past it, the whole cache starts again, as a new position does.
+# catalog); past it, the whole cache starts again.
 KEPT = 2048
+
+
+class Kept(NamedTuple):
+    position: int  # the read model's position the answer was read at
+    head: bytes  # the document's bytes before its position
+    tail: bytes  # and after it
+
+    def at(self, position: int) -> bytes:
+        return self.head + str(position).encode() + self.tail
+
+
+def kept_answer(document: dict) -> Kept:
+    """The encoded document (`subject`, `position`, `tools`, in that order) cut around its position."""
+    head = encode({"subject": document["subject"]})[:-1] + b', "position": '
+    return Kept(document["position"], head, b', "tools": ' + encode(document["tools"]) + b"}")
 
 
 class CurrentSets:
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self._lock = threading.Lock()
-        self._position = -1
-        self._answers: dict[str, tuple[int, bytes]] = {}
+        self._answers: dict[str, Kept] = {}
+        self._changed_at: dict[str, int] = {}  # subject → the latest position a batch changed its set at
+        self._floor = 0  # nothing read before this position is served again (everything may have changed)
+        state.on_changes.append(self.changed)
+
+    def changed(self, position: int, subjects: list[str] | None) -> None:
+        """(The follower, before it announces `position`.) These subjects' sets changed in the batch that
+        reached `position`; None: any may have."""
+        with self._lock:
+            if subjects is None:
+                self._floor, self._answers, self._changed_at = position, {}, {}
+                return
+            for subject in subjects:
+                self._changed_at[subject] = position
+                self._answers.pop(subject, None)
 
     def answer(self, subject: str, freshness: Freshness) -> tuple[int, bytes]:
         """(position, JSON body) of the subject's current set, as fresh as `freshness` asks."""
         self.state.wait_until_fresh(freshness)
+        return self.kept(subject) or self._read(subject)
+
+    def kept(self, subject: str) -> tuple[int, bytes] | None:
+        """The answer at the applied position from a kept one, when the subject's set has not changed since
+        it was read; None otherwise. The position is taken first: a batch's changes are noted before its
+        position is announced, so what is unchanged through the changes noted is unchanged through it."""
+        position = self.state.position
         kept = self._answers.get(subject)
-        if kept is not None and kept[0] == self.state.position:
-            return kept
+        if kept is None or not self._floor <= kept.position <= position \
+                or self._changed_at.get(subject, -1) > kept.position:
+            return None
+        return position, kept.at(position)
+
+    def _read(self, subject: str) -> tuple[int, bytes]:
         with self.state.read_model(Freshness(min_position=0)) as con:
             document = current_document(con, subject)
-        found = document["position"], encode(document)
-        self._keep(subject, found)
-        return found
-
-    def _keep(self, subject: str, found: tuple[int, bytes]) -> None:
+        kept = kept_answer(document)
         with self._lock:
-            if found[0] < self._position:  # read before a newer answer was kept: already stale
-                return
-            if found[0] > self._position or len(self._answers) >= KEPT:
-                self._position, self._answers = found[0], {}
-            self._answers[subject] = found
+            if self._changed_at.get(subject, -1) <= kept.position and kept.position >= self._floor:
+                if len(self._answers) >= KEPT:
+                    self._answers = {}
+                self._answers[subject] = kept
+        return kept.position, kept.at(kept.position)

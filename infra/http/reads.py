@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from domain.values import GROUPS
 from domain.catalog import WriteResult
@@ -60,6 +61,7 @@ def in_event_loop(kind: type) -> Any:
 
 
 FRESH, MOMENT = in_event_loop(Fresh), in_event_loop(Moment)
+APPLIED = Freshness(min_position=0)  # what the server has applied, whatever the store holds
 
 
 @router.get(path("tool list"), responses=models.documented(models.ToolPage, 400))
@@ -103,15 +105,20 @@ def deprecation_headers(request: Request, tool_id: str) -> dict[str, str]:
 
 @router.get(path("effective"), responses={**models.documented(models.EffectiveSet, 400, 404, 503),
                                           304: {"description": "unchanged since the ETag given"}})
-def effective(request: Request, subject: str, moment: Moment = MOMENT, fresh: Fresh = FRESH,
-              with_classes: bool = False, _: Any = READ) -> Response:
+async def effective(request: Request, subject: str, moment: Moment = MOMENT, fresh: Fresh = FRESH,
+                    with_classes: bool = False, _: Any = READ) -> Response:
     now = all(value is None for value in moment.values.values())
     if now and not with_classes and REPLY_MEDIA_TYPE not in request.headers.get("accept", ""):
-        # The hot read: the same bytes as below, without the command line's round trip (current_sets.py).
-        position, body = request.app.state.current_sets.answer(subject, fresh.freshness)
+        # The hot read: the same bytes as below, without the command line's round trip (current_sets.py);
+        # a kept answer is sent from the event loop, anything that waits or reads from the thread pool.
+        sets, fresh_now = request.app.state.current_sets, server_of(request).is_fresh(fresh.freshness)
+        found = sets.kept(subject) if fresh_now else None
+        # already fresh enough: the read need not look at the store's head again
+        position, body = found or await run_in_threadpool(sets.answer, subject,
+                                                          APPLIED if fresh_now else fresh.freshness)
         return _tagged(request, position, lambda headers: Response(body, headers=headers, media_type="application/json"))
     values = {"subject": subject, "with_classes": with_classes, **moment.values, **fresh.values}
-    reply = run_command(request, "effective", values)
+    reply = await run_in_threadpool(run_command, request, "effective", values)
     if moment.values["effective_at"] is not None:  # the same position answers differently at other times
         return respond(request, reply)
     return _tagged(request, reply.document["position"], lambda headers: respond(request, reply, headers))

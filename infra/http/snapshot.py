@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from contextlib import AbstractContextManager, closing
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 
 import duckdb
@@ -63,21 +63,28 @@ def _checkpointed(con: duckdb.DuckDBPyConnection, source: Path) -> int:
     return read_tracking(con).position
 
 
-def publish_snapshot(con: duckdb.DuckDBPyConnection, home: Path, pause_writes: AbstractContextManager[object]
-                     ) -> int:
+def publish_snapshot(con: duckdb.DuckDBPyConnection, home: Path, pause_writes: AbstractContextManager[object],
+                     hold_checkpoints: AbstractContextManager[object] | None = None) -> int:
     """Publish `snapshot.duckdb` in `home` from the database `con` is connected to; returns the position
     (the tracking row's) the snapshot holds.
 
     `pause_writes`, a context manager, holds the server's writer between batches while the file is
-    checkpointed and copied. The copy is written to a temporary file in the home, flushed to disk, then
-    renamed over the snapshot; the directory is flushed too, so the rename survives a crash."""
+    checkpointed. Between checkpoints DuckDB changes the file only in blocks the last checkpoint left
+    free (commits go to the WAL), so the copy needs only that no checkpoint runs meanwhile:
+    `hold_checkpoints` promises that (the server's connection checkpoints only inside it, see state.py),
+    and the writer goes on while the file is copied. Without it the copy is made with writes paused too.
+    The copy is written to a temporary file in the home, flushed to disk, then renamed over the snapshot;
+    the directory is flushed too, so the rename survives a crash."""
     home = Path(home)
     temporary = home / f".snapshot-{uuid.uuid4().hex[:12]}.duckdb.tmp"
     with closing(con.cursor()) as cursor:
         source = database_file(cursor)
         try:
-            with pause_writes:
-                position = _checkpointed(cursor, source)
+            held, paused = (pause_writes, nullcontext()) if hold_checkpoints is None else (hold_checkpoints,
+                                                                                            pause_writes)
+            with held:
+                with paused:
+                    position = _checkpointed(cursor, source)
                 subprocess.run(["cp", str(source), str(temporary)], check=True, capture_output=True)
             _fsync(temporary)
             os.replace(temporary, snapshot_path(home))

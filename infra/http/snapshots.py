@@ -60,7 +60,8 @@ class SnapshotPublisher:
         """Publish unless the snapshot already holds what the read model holds; its position."""
         with self._one_at_a_time:
             if self.position is None or self.position < self.state.position:
-                position = publish_snapshot(self.state.con, self.state.settings.home, self.state.pause_writes())
+                position = publish_snapshot(self.state.con, self.state.settings.home, self.state.pause_writes(),
+                                            self.state.checkpoints)
                 self.position = position
                 self.state.metrics.snapshot_published.set(time.time())
             return self.position

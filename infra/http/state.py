@@ -11,7 +11,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import duckdb
 
@@ -22,7 +23,7 @@ from infra.projecting import changelog_publisher, project_kafka, store_pass, wai
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.projector import Tracking, read_tracking
-from projections.rows import scalar
+from projections.rows import run, scalar
 from projections.user_sql import sandbox_config
 
 log = logging.getLogger("toolcat.serve")
@@ -33,6 +34,13 @@ log = logging.getLogger("toolcat.serve")
 # thousand grants, a thousand). Enough for the 10k-tool benchmark catalog's tools and claims.
 CACHED_AGGREGATES = 50_000
 
+# DuckDB checkpoints by itself when a commit leaves the WAL past `checkpoint_threshold` (16 MB by
+# default). The server turns that off (a threshold no WAL reaches) so that a snapshot's copy of the file
+# can run beside the follower (snapshot.py: only a checkpoint rewrites blocks the copy reads); instead the
+# follower checkpoints after a pass that left the WAL past WAL_LIMIT_BYTES, never while a copy runs.
+NO_AUTOMATIC_CHECKPOINT = "1000TB"
+WAL_LIMIT_BYTES = 16 * 1024 * 1024
+
 
 class ServerState:
     def __init__(self, settings: Settings, source: str, metrics: ServerMetrics) -> None:
@@ -40,7 +48,9 @@ class ServerState:
         self.catalog: Catalog = open_catalog(settings, cached_aggregates=CACHED_AGGREGATES)
         # The owning connection; only the follower writes with it. Opened with the user-SQL sandbox: it
         # answers `POST /v1/sql`, and DuckDB takes a connection's config only when it opens the file.
-        self.con = open_read_model(settings, config=sandbox_config())
+        self.con = open_read_model(settings, config=sandbox_config(checkpoint_threshold=NO_AUTOMATIC_CHECKPOINT))
+        self._wal = Path(f"{settings.read_model_path}.wal")
+        self.checkpoints = threading.Lock()  # held while a checkpoint runs, or a copy that none may run in
         self._root = self.con.cursor()  # reader cursors are made from here, one at a time
         self._idle: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
         self._making = threading.Lock()
@@ -52,6 +62,9 @@ class ServerState:
         self.failure: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.batch_event: asyncio.Event | None = None
+        # Called by the follower with (position, the subjects whose set changed, None: any may have) after
+        # a pass commits and before its position is announced.
+        self.on_changes: list[Callable[[int, list[str] | None], None]] = []
         self._thread: threading.Thread | None = None
         metrics.watch_lag(self.lag)
 
@@ -83,21 +96,51 @@ class ServerState:
                 delay = min(delay * 2, 10.0)
 
     def _follow_store(self) -> None:
-        publish = changelog_publisher(self.settings)
+        publish_changes = changelog_publisher(self.settings)
+
+        def publish(con: duckdb.DuckDBPyConnection) -> int:
+            self._note_changes(con)
+            return publish_changes(con)
         while not self.stopping.is_set():
             started = time.perf_counter()
             with self.writes:
                 tracking = store_pass(self.catalog, self.con, publish)
             self._announce(tracking, started)
+            self._bound_wal()
             wait_for_events(self.catalog, tracking.position, self.stopping.is_set, self._pause)
 
     def _follow_kafka(self) -> None:
         started = [time.perf_counter()]
 
         def batch_applied(tracking: Tracking) -> None:
+            self._tell(tracking.position, None)  # its changelog is already published (and taken out)
             self._announce(tracking, started[0])
+            self._bound_wal()
             started[0] = time.perf_counter()
         project_kafka(self.settings, True, 0.0, self.stopping.is_set, batch_applied, self.writer_cursor)
+
+    def _note_changes(self, con: duckdb.DuckDBPyConnection) -> None:
+        """(After a store pass committed, before its changelog is published.) The changelog outbox holds
+        one row per changed subject, at the position of the last event that changed it: those after the
+        position announced last changed in this pass."""
+        position = read_tracking(con).position
+        if position > self.position:
+            changed = run(con, "SELECT subject FROM changelog_outbox WHERE position > $p", {"p": self.position})
+            self._tell(position, [subject for (subject,) in changed])
+
+    def _tell(self, position: int, subjects: list[str] | None) -> None:
+        for listener in self.on_changes:
+            listener(position, subjects)
+
+    def _bound_wal(self) -> None:
+        """Checkpoint once the WAL passed WAL_LIMIT_BYTES (DuckDB's own checkpoints are off), waiting for a
+        snapshot's copy in progress. Looked at with stat: opening the file would drop DuckDB's lock."""
+        if self._wal.exists() and self._wal.stat().st_size > WAL_LIMIT_BYTES:
+            with self.checkpoints, self.writes:
+                try:
+                    run(self.con, "CHECKPOINT")
+                except duckdb.Error as error:  # the sets served are intact; the next pass tries again
+                    log.warning("checkpointing %s failed: %s", self.settings.read_model_path, error)
 
     def _pause(self) -> None:
         """Between looks at the store: a poll interval, or less when a request needs a newer position."""
@@ -166,12 +209,19 @@ class ServerState:
                 self._applied.wait(left)
 
     def wait_until_fresh(self, freshness: Freshness) -> None:
-        """Until the applied position is as fresh as asked: by default caught up with the store's head when
-        following the store, else what is applied."""
-        wanted = freshness.min_position
-        if wanted is None:
-            wanted = self.store_head() if self.source == "store" else self.position
-        self.wait_for(wanted, freshness.timeout)
+        """Until the applied position is as fresh as asked (`wanted`)."""
+        self.wait_for(self._wanted(freshness), freshness.timeout)
+
+    def is_fresh(self, freshness: Freshness) -> bool:
+        """Whether the applied position is already as fresh as asked (nothing to wait for)."""
+        return self.position >= self._wanted(freshness)
+
+    def _wanted(self, freshness: Freshness) -> int:
+        """The position a read must see: by default the store's head when following the store, else what
+        is applied."""
+        if freshness.min_position is not None:
+            return freshness.min_position
+        return self.store_head() if self.source == "store" else self.position
 
     def writer_cursor(self) -> duckdb.DuckDBPyConnection:
         with self._making:

@@ -55,10 +55,12 @@ def _route(command: str) -> Any:
               ) -> Response:
         assert isinstance(body, BaseModel)
         values = body.model_dump(exclude_none=True, by_alias=True)
-        with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
-            values = _inline_files(values, Path(folder))
-            reply = run_command(request, command, {**values, "actor": principal.name,
-                                                   "idempotency_key": idempotency_key})
+        values |= {"actor": principal.name, "idempotency_key": idempotency_key}
+        if FILE_OPTIONS & values.keys():
+            with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
+                reply = run_command(request, command, _inline_files(values, Path(folder)))
+        else:  # no folder to make and remove: on a busy disk those cost more than the write itself
+            reply = run_command(request, command, values)
         server_of(request).nudge()
         return respond(request, reply)
     write.__name__ = "write_" + command.replace(" ", "_").replace("-", "_")

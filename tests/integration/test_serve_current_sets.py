@@ -57,3 +57,29 @@ def test_unknown_and_malformed_subjects_are_refused_as_the_command_refuses_them(
         sets.answer("agent:nobody", Freshness())
     with pytest.raises(UsageError):
         sets.answer("nobody", Freshness())
+
+
+def test_a_batch_drops_only_the_kept_answers_of_the_subjects_whose_set_it_changed(state: ServerState) -> None:
+    sets = CurrentSets(state)
+    # given the sets of an agent and of a unit above it answered once
+    sets.answer("agent:triage", Freshness())
+    sets.answer("unit:eng", Freshness())
+    # when a grant on the agent alone is applied
+    written = state.catalog.add_grant("agent:triage", "codesearch", META).position
+    assert written is not None
+    state.wait_for(written, 30)
+    # then the unit's answer is still kept, now at the new position, and is the command's bytes there
+    assert sets.kept("unit:eng") == (written, _commands_bytes(state, "unit:eng"))
+    # and the agent's is read again, with the new tool
+    assert sets.kept("agent:triage") is None
+    position, body = sets.answer("agent:triage", Freshness())
+    assert (position, body) == (written, _commands_bytes(state, "agent:triage"))
+    assert "codesearch" in [tool["tool_id"] for tool in json.loads(body)["tools"]]
+    # when the unit above it is granted the same tool, then the unit's answer is read again, and the
+    # agent's is kept: its own grant still wins, its set is unchanged
+    written = state.catalog.add_grant("unit:eng", "codesearch", META).position
+    assert written is not None
+    state.wait_for(written, 30)
+    assert sets.kept("unit:eng") is None
+    assert sets.answer("unit:eng", Freshness()) == (written, _commands_bytes(state, "unit:eng"))
+    assert sets.kept("agent:triage") == (written, _commands_bytes(state, "agent:triage"))

@@ -4,6 +4,7 @@ published at start and again after later batches."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Iterator
 from contextlib import closing
 
@@ -80,3 +81,24 @@ def test_snapshots_are_published_at_start_and_after_later_batches(state: ServerS
 def _snapshot_position(state: ServerState) -> int:
     with closing(duckdb.connect(str(snapshot_path(state.settings.home)), read_only=True)) as con:
         return read_tracking(con).position
+
+
+def test_the_follower_checkpoints_the_wal_it_grew_past_the_limit(state: ServerState,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB's own checkpoints are off in the server (a snapshot's copy runs beside the follower)."""
+    wal = Path(f"{state.settings.read_model_path}.wal")
+    # given a write applied with the limit high: its batch stays in the WAL
+    written = state.catalog.create_unit("walled", None, META).position
+    state.wait_for(written, 30)
+    assert wal.exists() and wal.stat().st_size > 0
+    # when the limit is below what the WAL holds and another batch is applied
+    monkeypatch.setattr("infra.http.state.WAL_LIMIT_BYTES", 0)
+    written = state.catalog.create_unit("checkpointed", None, META).position
+    state.wait_for(written, 30)
+    # then the follower checkpointed: the WAL is empty and the file holds the batch
+    deadline = time.monotonic() + 30
+    while wal.exists() and wal.stat().st_size > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not wal.exists() or wal.stat().st_size == 0
+    with state.read_model(Freshness()) as con:
+        assert read_tracking(con).position == written

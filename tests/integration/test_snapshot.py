@@ -22,6 +22,7 @@ import pytest
 
 from domain.base import Meta
 from infra.http.snapshot import publish_snapshot, snapshot_path
+from infra.http.state import NO_AUTOMATIC_CHECKPOINT
 from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.catchup import catch_up
@@ -73,8 +74,10 @@ def live(home: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """The example story's read model, opened read-write as the server opens it."""
     run_in_process(home, [*SCRIPT, ["unit", "create", "snapshots"], ["agent", "create", "s", "--unit", "snapshots"],
                           ["project"]])
-    # The server may forbid DuckDB any file access of its own; the snapshot must not need it.
-    con = duckdb.connect(str(home / "catalog.duckdb"), config={"enable_external_access": False})
+    # The server may forbid DuckDB any file access of its own; the snapshot must not need it. And it turns
+    # DuckDB's own checkpoints off (state.py), so that a copy can run beside its writer.
+    con = duckdb.connect(str(home / "catalog.duckdb"), config={"enable_external_access": False,
+                                                               "checkpoint_threshold": NO_AUTOMATIC_CHECKPOINT})
     with closing(con):
         yield con
 
@@ -106,6 +109,23 @@ def test_the_server_keeps_its_lock_on_the_read_model_while_it_publishes(
     assert "lock" in opened.stdout.lower()
 
 
+def test_with_checkpoints_held_only_the_checkpoint_pauses_writes(home: Path, live: duckdb.DuckDBPyConnection
+                                                                 ) -> None:
+    pause, copies = threading.Lock(), []
+
+    class Checkpoints:
+        def __enter__(self) -> None:
+            pass
+
+        def __exit__(self, *_: object) -> None:  # the copy is made by now
+            copies.append(pause.locked())
+
+    position = publish_snapshot(live, home, pause, Checkpoints())
+    assert copies == [False]  # the writer was free while the file was copied
+    with closing(duckdb.connect(str(snapshot_path(home)), read_only=True)) as copy:
+        assert fingerprint(copy) == fingerprint(live, position)
+
+
 def test_a_snapshot_is_taken_with_writes_paused(home: Path, live: duckdb.DuckDBPyConnection) -> None:
     class Pause:
         entered = exited = 0
@@ -120,11 +140,14 @@ def test_a_snapshot_is_taken_with_writes_paused(home: Path, live: duckdb.DuckDBP
     assert (Pause.entered, Pause.exited) == (1, 1)
 
 
+@pytest.mark.parametrize("beside_the_writer", [False, True], ids=["copied-with-writes-paused", "copied-beside-writes"])
 def test_an_outside_client_is_never_locked_out_and_always_sees_a_whole_read_model(
-        home: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection) -> None:
+        home: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection, beside_the_writer: bool) -> None:
     settings = Settings(home=home, event_store_url=None)
     meta = Meta(actor="snapshot-test", reason="test")
     pause = threading.Lock()  # held by the writer for each batch, as the server holds its writer
+    # beside the writer: only the checkpoint pauses it, the copy runs while it applies batches
+    checkpoints = threading.Lock() if beside_the_writer else None
     writer_con, snapshot_con = live.cursor(), live.cursor()
     failures: list[BaseException] = []
 
@@ -146,7 +169,7 @@ def test_an_outside_client_is_never_locked_out_and_always_sees_a_whole_read_mode
             failures.append(error)
 
     stop, seen = tmp_path / "stop", tmp_path / "client.jsonl"
-    published = [publish_snapshot(snapshot_con, home, pause)]
+    published = [publish_snapshot(snapshot_con, home, pause, checkpoints)]
     client = subprocess.Popen([sys.executable, "-c", CLIENT, str(snapshot_path(home)), str(stop), str(seen)],
                               cwd=PROJECT_ROOT, env=clean_environ(), stderr=subprocess.PIPE, text=True)
     writer = threading.Thread(target=write, daemon=True)
@@ -154,7 +177,7 @@ def test_an_outside_client_is_never_locked_out_and_always_sees_a_whole_read_mode
     try:
         # republish while the writer writes, and at least PUBLISHES times
         while writer.is_alive() or len(published) < PUBLISHES:
-            published.append(publish_snapshot(snapshot_con, home, pause))
+            published.append(publish_snapshot(snapshot_con, home, pause, checkpoints))
             assert client.poll() is None, client.stderr.read() if client.stderr else ""
     finally:
         stop.touch()

@@ -12,6 +12,7 @@ from domain.base import Meta
 from domain.naming import preset
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
+from projections import effective_deltas
 from projections.catchup import catch_up
 from projections.effective import INFINITY, effective_digest, subjects_at, subjects_registered
 from projections.projector import Projector
@@ -23,6 +24,7 @@ META = Meta(actor="tester")
 PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-such-key", "ids": ["arxiv.search"],
                               "units": ["org"], "positions": [1], "key": "no-such-key", "id": "arxiv.search",
                               "alias": "arxiv.find", "kind": "agent", "name": "ada", "kept": [],
+                              "keys": ["no-such-key"], "agents": ["ada"],
                               # positions of no event: the changes queries answer timestamps, which
                               # fetchall cannot build here (no pytz); test_sql_history runs them on events
                               "first": 1, "last": 0}
@@ -51,6 +53,9 @@ def con(tmp_path: Path) -> Any:
 def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
     names = [name.removesuffix(".sql") for name, _ in sql_files("sql")]
     assert "effective_set" in names and "materialized_differences" in names
+    # the follower's deltas read the grants a batch noted
+    effective_deltas.note(con, [{"position": 1, "holder_kind": "unit", "holder": "org", "target": "arxiv.*",
+                                 "tool_key": None}], general=False)
     for name in names:
         if name in ("effective_set", "effective_at"):
             continue  # CTEs only, or an expression: run through the files that include it

@@ -1,0 +1,157 @@
+"""The follower's own refresh for grants added (projections/effective_deltas.py), as stories on the real
+SQLite store and DuckDB read model: given the example catalog projected, when a batch of grants is applied,
+then the delta refreshes the sets and they are exactly what the general query computes from history (no
+row and no document differs), the subjects it says changed are exactly those whose document changed, and
+a batch the delta cannot explain falls back to the general query."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from domain.base import Meta
+from domain.catalog import Catalog
+from domain.errors import DuplicateGrant
+from infra.settings import Settings
+from infra.wiring import open_catalog, open_read_model
+from projections import effective_deltas
+from projections.catchup import catch_up, history_reader
+from projections.effective import subjects_at
+from projections.effective_sets import refresh_dirty
+from projections.envelope import chain_all
+from projections.materialize import materialized_differences
+from projections.projector import Projector
+from projections.rows import run, select_rows
+from tests.support import run_example
+
+META = Meta(actor="tester")
+
+
+class Home:
+    """The example catalog, with one more unit below `support` and two agents without allowlists."""
+
+    def __init__(self, settings: Settings) -> None:
+        run_example(settings.home)
+        self.catalog: Catalog = open_catalog(settings)
+        self.catalog.create_unit("night", "support", META)
+        self.catalog.create_agent("helper", "support", "stateful", META)
+        self.catalog.create_agent("owl", "night", "stateless", META)
+        self.con = open_read_model(settings)
+        catch_up(self.catalog, Projector(self.con))
+
+    def close(self) -> None:
+        self.con.close()
+        self.catalog.close()
+
+    def apply(self) -> list[str] | None:
+        """Apply what was written as one batch, unsettled, then the delta: what it says changed (None: it
+        did not apply); then settle as a follower does."""
+        tracking = Projector(self.con).tracking()
+        records = history_reader(self.catalog)(tracking.position, 1000)
+        Projector(self.con).apply(chain_all(records, tracking.position, tracking.hash), chained_here=True,
+                                  settle=False)
+        run(self.con, "BEGIN TRANSACTION")
+        changed = effective_deltas.refresh(self.con)
+        refresh_dirty(self.con, records[-1].position)
+        run(self.con, "COMMIT")
+        return changed
+
+    def documents(self) -> dict[str, str]:
+        return {r["subject"]: r["tools"] for r in select_rows(self.con, "SELECT * FROM effective_documents")}
+
+    def row(self, subject: str, tool_id: str) -> dict[str, Any] | None:
+        kind, _, name = subject.partition(":")
+        rows = select_rows(self.con, "SELECT * FROM effective_tools WHERE subject_kind = ? AND subject = ? "
+                                     "AND tool_id = ?", [kind, name, tool_id])
+        return rows[0] if rows else None
+
+    def differences(self) -> int:
+        return materialized_differences(self.con, subjects_at(self.con))
+
+
+@pytest.fixture
+def home(sqlite_settings: Settings) -> Iterator[Home]:
+    opened = Home(sqlite_settings)
+    yield opened
+    opened.close()
+
+
+def applied(home: Home) -> list[str] | None:
+    """The batch applied: the delta's changed subjects, checked against the documents that changed and
+    against the general query."""
+    before = home.documents()
+    changed = home.apply()
+    after = home.documents()
+    assert home.differences() == 0
+    if changed is not None:
+        assert changed == sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s))
+    return changed
+
+
+def test_a_grant_on_a_unit_reaches_the_units_and_agents_below_it(home: Home) -> None:
+    # when unit eng is granted a tool none of them had
+    home.catalog.add_grant("unit:eng", "webfetch", META)
+    # then the delta applied, and every subject below eng sees it, inherited from eng
+    assert applied(home) == ["agent:helper", "agent:owl", "agent:triage", "unit:eng", "unit:night",
+                             "unit:support"]
+    assert home.row("agent:owl", "webfetch") == {**home.row("agent:owl", "webfetch"), "provenance": "explicit",
+                                                 "inherited_from": "eng", "exposure": "enabled"}
+    assert home.row("unit:eng", "webfetch")["inherited_from"] is None
+    # triage's allowlist does not name it: triage sees it disabled
+    assert home.row("agent:triage", "webfetch")["exposure"] == "disabled_by_agent_allowlist"
+
+
+def test_a_grant_on_an_agent_of_a_namespace_pattern(home: Home) -> None:
+    home.catalog.add_grant("agent:helper", "tool.location.*", META)
+    assert applied(home) == ["agent:helper"]
+    row = home.row("agent:helper", "tool.location.place.delete")
+    assert (row["provenance"], row["inherited_from"], row["exposure"]) == ("explicit", None, "enabled")
+
+
+def test_a_closer_grant_keeps_its_row_and_a_farther_one_gives_way(home: Home) -> None:
+    # given support's own grant of memory.write, which its agents inherit from support
+    assert home.row("agent:helper", "memory.write")["inherited_from"] == "support"
+    # when eng (above support) is granted it too, then nothing below support changes
+    home.catalog.add_grant("unit:eng", "memory.write", META)
+    assert applied(home) == ["unit:eng"]
+    assert home.row("agent:helper", "memory.write")["inherited_from"] == "support"
+    # when night (below support) is granted it, then night's agent takes it from night
+    home.catalog.add_grant("unit:night", "memory.write", META)
+    assert applied(home) == ["agent:owl", "unit:night"]
+    assert home.row("agent:owl", "memory.write")["inherited_from"] == "night"
+
+
+def test_what_the_delta_cannot_explain_falls_back_to_the_general_query(home: Home) -> None:
+    # a revoke
+    home.catalog.revoke_grant("unit:support", "memory.write", META)
+    assert applied(home) is None
+    # a batch with another kind of event besides a grant
+    home.catalog.add_grant("unit:night", "webfetch", META)
+    home.catalog.create_unit("day", "support", META)
+    assert applied(home) is None
+    # and a grant alone again applies
+    home.catalog.add_grant("unit:day", "grep", META)
+    assert applied(home) == ["unit:day"]
+
+
+HOLDERS = ["unit:eng", "unit:support", "unit:night", "agent:helper", "agent:owl", "agent:triage"]
+TARGETS = ["read", "grep", "websearch", "webfetch", "memory.*", "memory.write", "tool.location.*", "bash",
+           "acme.ticket.create"]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.tuples(st.sampled_from(HOLDERS), st.sampled_from(TARGETS)), min_size=1,
+                                 max_size=4), min_size=1, max_size=3))
+def test_any_batches_of_grants_added_equal_the_general_query(home: Home, batches: list[list[tuple[str, str]]]
+                                                             ) -> None:
+    for batch in batches:
+        written = 0
+        for holder, target in batch:
+            with contextlib.suppress(DuplicateGrant):
+                home.catalog.add_grant(holder, target, META)
+                written += 1
+        if written:  # grants alone: the delta applies, and equals a recomputation from history
+            assert applied(home) is not None
