@@ -12,10 +12,12 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
+from domain.errors import ToolcatError
 from infra.cli.effective import current_document
 from infra.freshness import Freshness
 from infra.http.answers import encode
 from infra.http.state import ServerState
+from projections.rows import run
 
 # Answers kept at most (each about the size of one subject's set, ~50 KB on the 10k-tool benchmark
 # catalog); past it, the whole cache starts again.
@@ -56,6 +58,22 @@ class CurrentSets:
             for subject in subjects:
                 self._changed_at[subject] = position
                 self._answers.pop(subject, None)
+
+    def warm(self) -> int:
+        """(At start, before the server listens) keep the answers of up to half of KEPT subjects, read as any
+        first read of them is; how many. A set not kept costs ≈ 2 ms of CPU to read (one statement, the JSON
+        decoded and encoded again), and at 500 reads/s over 1,000 subjects a third of the first five seconds'
+        reads were first reads: they were the p99 (≈ 25 ms against ≈ 1 ms kept). Half: room is left for
+        others before the cache starts again."""
+        with self.state.read_model(Freshness(min_position=0)) as con:
+            subjects = [subject for (subject,) in run(con, "SELECT subject FROM effective_documents ORDER BY subject "
+                                                           "LIMIT $n", {"n": KEPT // 2})]
+        for subject in subjects:
+            try:
+                self._read(subject)
+            except ToolcatError:  # not readable now (sets behind a catch-up): read when asked, as before
+                return len(self._answers)
+        return len(self._answers)
 
     def answer(self, subject: str, freshness: Freshness) -> tuple[int, bytes]:
         """(position, JSON body) of the subject's current set, as fresh as `freshness` asks."""

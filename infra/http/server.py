@@ -2,6 +2,7 @@
 SIGTERM (or Ctrl-C), then drain in-flight requests, finish the current batch and leave nothing behind."""
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import signal
@@ -72,6 +73,11 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     state.start()
     try:
         publisher.start()
+        app.state.current_sets.warm()
+        # What start-up made (the catalog's aggregates, the kept answers, the framework) stays: frozen, the
+        # collector's full passes while serving no longer walk it (≈ 30–45 ms each before).
+        gc.collect()
+        gc.freeze()
         record_address(settings.home, address)
         say(f"serving {settings.home} at {address.url} (from the {source}); OpenAPI at {address.url}/openapi.json")
         server.run(sockets=[sock])
