@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
+import duckdb
+
 from domain.errors import ToolcatError
 from infra.cli.effective import current_document
 from infra.freshness import Freshness
@@ -47,6 +49,7 @@ class CurrentSets:
         self._changed_at: dict[str, int] = {}  # subject → the latest position a batch changed its set at
         self._floor = 0  # nothing read before this position is served again (everything may have changed)
         state.on_changes.append(self.changed)
+        state.on_caught_up.append(self.warm)
 
     def changed(self, position: int, subjects: list[str] | None) -> None:
         """(The follower, before it announces `position`.) These subjects' sets changed in the batch that
@@ -60,7 +63,7 @@ class CurrentSets:
                 self._answers.pop(subject, None)
 
     def warm(self) -> int:
-        """(At start, before the server listens) keep the answers of up to half of KEPT subjects, read as any
+        """(The store follower, once caught up at start, before it announces that) keep the answers of up to half of KEPT subjects, read as any
         first read of them is; how many. A set not kept costs ≈ 2 ms of CPU to read (one statement, the JSON
         decoded and encoded again), and at 500 reads/s over 1,000 subjects a third of the first five seconds'
         reads were first reads: they were the p99 (≈ 25 ms against ≈ 1 ms kept). Half: room is left for
@@ -71,7 +74,7 @@ class CurrentSets:
         for subject in subjects:
             try:
                 self._read(subject)
-            except ToolcatError:  # not readable now (sets behind a catch-up): read when asked, as before
+            except (ToolcatError, duckdb.Error):  # not readable now: read when asked, as before
                 return len(self._answers)
         return len(self._answers)
 

@@ -65,6 +65,9 @@ class ServerState:
         # Called by the follower with (position, the subjects whose set changed, None: any may have) after
         # a pass commits and before its position is announced.
         self.on_changes: list[Callable[[int, list[str] | None], None]] = []
+        # Called by the store follower after its first pass (the catch-up at start), before its position is
+        # announced: what should be ready before the first read is answered (reads wait for that position).
+        self.on_caught_up: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
         metrics.watch_lag(self.lag)
 
@@ -101,10 +104,15 @@ class ServerState:
         def publish(con: duckdb.DuckDBPyConnection) -> int:
             self._note_changes(con)
             return publish_changes(con)
+        caught_up = False
         while not self.stopping.is_set():
             started = time.perf_counter()
             with self.writes:
                 tracking = store_pass(self.catalog, self.con, publish)
+            if not caught_up:
+                for ready in self.on_caught_up:
+                    ready()
+                caught_up = True
             self._announce(tracking, started)
             self._bound_wal()
             wait_for_events(self.catalog, tracking.position, self.stopping.is_set, self._pause)

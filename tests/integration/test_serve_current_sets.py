@@ -83,3 +83,22 @@ def test_a_batch_drops_only_the_kept_answers_of_the_subjects_whose_set_it_change
     assert sets.kept("unit:eng") is None
     assert sets.answer("unit:eng", Freshness()) == (written, _commands_bytes(state, "unit:eng"))
     assert sets.kept("agent:triage") == (written, _commands_bytes(state, "agent:triage"))
+
+
+def test_warming_keeps_every_subjects_answer_as_its_first_read_would_give_it(state: ServerState) -> None:
+    state.wait_for(state.store_head(), 30)
+    sets = CurrentSets(state)
+    # given a server caught up that has read no set yet
+    assert sets.kept("agent:triage") is None and sets.kept("unit:eng") is None
+    # when it warms its kept answers at start
+    warmed = sets.warm()
+    # then every subject's answer is kept, and is the command's bytes at the applied position
+    assert warmed >= 2
+    for subject in ("agent:triage", "unit:eng"):
+        assert sets.kept(subject) == (state.position, _commands_bytes(state, subject))
+    # and a batch changing one subject's set still drops that answer alone
+    written = state.catalog.add_grant("agent:triage", "codesearch", META).position
+    assert written is not None
+    state.wait_for(written, 30)
+    assert sets.kept("agent:triage") is None
+    assert sets.kept("unit:eng") == (written, _commands_bytes(state, "unit:eng"))
