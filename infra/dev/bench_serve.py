@@ -82,6 +82,7 @@ class ServeFigures:
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(120)
+            gc.unfreeze()  # frozen objects are never finalized: DuckDB's bindings would report them leaked at exit
         return {"agents": shape.agents, "command_to_visible": visible, "effective_reads": reads,
                 "snapshot_lag": visible.pop("snapshot_lag")}
 

@@ -91,4 +91,5 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        gc.unfreeze()  # frozen objects are never finalized: DuckDB's bindings would report them leaked at exit
     return {"url": address.url, "position": state.position, "source": source}
