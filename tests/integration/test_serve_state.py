@@ -15,6 +15,7 @@ from domain.base import Meta
 from domain.errors import Unavailable
 from infra.freshness import Freshness
 from infra.http.snapshot import snapshot_path
+from infra.http.metrics import ServerMetrics
 from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.settings import Settings
@@ -102,3 +103,25 @@ def test_the_follower_checkpoints_the_wal_it_grew_past_the_limit(state: ServerSt
     assert not wal.exists() or wal.stat().st_size == 0
     with state.read_model(Freshness()) as con:
         assert read_tracking(con).position == written
+
+
+def test_what_must_be_ready_at_start_runs_once_caught_up_before_any_read_is_answered(sqlite_settings: Settings) -> None:
+    # given a store with history the server has not applied yet
+    catalog = open_catalog(sqlite_settings)
+    head = catalog.create_unit("eng", None, META).position
+    catalog.close()
+    server = ServerState(sqlite_settings.model_copy(update={"follow_poll_seconds": 0.05}), "store", ServerMetrics())
+    seen: list[tuple[int, int]] = []  # (position announced, position in the read model) when called
+    server.on_caught_up.append(lambda: seen.append((server.position, read_tracking(server.con).position)))
+    # when it starts and catches up, and a later write is applied
+    server.start()
+    try:
+        server.wait_for(head, 30)
+        written = server.catalog.create_unit("ops", None, META).position
+        server.wait_for(written, 30)
+    finally:
+        server.stop()
+    # then the hook ran once, with the catch-up in the read model but not yet announced to readers
+    assert len(seen) == 1
+    announced, applied = seen[0]
+    assert announced < head == applied
