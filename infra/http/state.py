@@ -65,14 +65,18 @@ class ServerState:
         # Called by the follower with (position, the subjects whose set changed, None: any may have) after
         # a pass commits and before its position is announced.
         self.on_changes: list[Callable[[int, list[str] | None], None]] = []
-        # Called by the store follower after its first pass (the catch-up at start), before its position is
-        # announced: what should be ready before the first read is answered (reads wait for that position).
+        # Called once caught up at start, before any read can be answered: by `start` when the read model
+        # already holds the store's head, else by the store follower after its first pass (the catch-up),
+        # before it announces the position that reads wait for.
         self.on_caught_up: list[Callable[[], None]] = []
+        self._caught_up = False
         self._thread: threading.Thread | None = None
         metrics.watch_lag(self.lag)
 
     # -- the follower ---------------------------------------------------------------------------------
     def start(self) -> None:
+        if self.position >= self.store_head():
+            self._run_caught_up()
         self._thread = threading.Thread(target=self._follow, name="toolcat-follower", daemon=True)
         self._thread.start()
 
@@ -104,15 +108,11 @@ class ServerState:
         def publish(con: duckdb.DuckDBPyConnection) -> int:
             self._note_changes(con)
             return publish_changes(con)
-        caught_up = False
         while not self.stopping.is_set():
             started = time.perf_counter()
             with self.writes:
                 tracking = store_pass(self.catalog, self.con, publish)
-            if not caught_up:
-                for ready in self.on_caught_up:
-                    ready()
-                caught_up = True
+            self._run_caught_up()
             self._announce(tracking, started)
             self._bound_wal()
             wait_for_events(self.catalog, tracking.position, self.stopping.is_set, self._pause)
@@ -126,6 +126,12 @@ class ServerState:
             self._bound_wal()
             started[0] = time.perf_counter()
         project_kafka(self.settings, True, 0.0, self.stopping.is_set, batch_applied, self.writer_cursor)
+
+    def _run_caught_up(self) -> None:
+        if not self._caught_up:
+            self._caught_up = True
+            for ready in self.on_caught_up:
+                ready()
 
     def _note_changes(self, con: duckdb.DuckDBPyConnection) -> None:
         """(After a store pass committed, before its changelog is published.) The changelog outbox holds

@@ -125,3 +125,11 @@ def test_what_must_be_ready_at_start_runs_once_caught_up_before_any_read_is_answ
     assert len(seen) == 1
     announced, applied = seen[0]
     assert announced < head == applied
+    # when a server starts on that read model, already caught up
+    again = ServerState(sqlite_settings, "store", ServerMetrics())
+    again.on_caught_up.append(lambda: seen.append((again.position, read_tracking(again.con).position)))
+    again.start()
+    # then the hook has run by the time start returns (before the server could answer anything)
+    ran_at_start = len(seen)
+    again.stop()
+    assert ran_at_start == 2 and seen[1] == (written, written)
