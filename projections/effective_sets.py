@@ -63,8 +63,9 @@ def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
         _queue(con, {subject: causes.get(subject, position) for subject in changed})
         run(con, "DELETE FROM effective_dirty")
     deltas.forget(con)
-    run(con, "DELETE FROM effective_valid")
-    run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
+    # Updated in place (one statement of each pass); inserted when the table is empty.
+    if not run(con, "UPDATE effective_valid SET position = $p", {"p": position})[0][0]:
+        run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
     return sorted(changed)
 
 
