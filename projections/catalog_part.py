@@ -10,7 +10,7 @@ import duckdb
 
 from projections.envelope import Envelope
 from projections.rows import AppendRows, Buffer, BufferedPart, GroupedRows, HistoryRows, scalar
-from projections.sql_history import SqlAppend, SqlHistory, drop_changes
+from projections.sql_history import SqlAppend, SqlHistory, drop_changes, planned
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
@@ -101,8 +101,10 @@ class CatalogPart(BufferedPart):
 
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        created = planned(self._buffers())
         super().flush(con)
-        drop_changes(con)
+        if created:
+            drop_changes(con)
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
         tool = self.tools.get(tool_key)

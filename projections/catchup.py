@@ -54,19 +54,23 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
               progress: Callable[[Tracking], None] | None) -> Tracking:
     tracking = projector.tracking()
     pages = chained_pages(history_reader(catalog), tracking, page_size, until)
-    applied = 0
+    applied, settled = 0, False
     with read_ahead(pages) as ahead:
         for batch in ahead:
             # A catch-up of one page (a follower's) refreshes the sets in its transaction; a longer one
             # refreshes them after its last page is released: the set-based refresh is its memory peak.
-            tracking = projector.apply_batch(batch, settle=batch.last and applied == 0)
+            settled = batch.last and applied == 0
+            # The tracking this loop read or wrote last is current: nothing else applies on this connection
+            # meanwhile (saves a follower's small pass a statement).
+            tracking = projector.apply_batch(batch, settle=settled, tracking=tracking)
             applied += 1
             del batch
             if progress:
                 progress(tracking)
     if applied > 1:
         release_free_memory()
-    projector.settle()
+    if not settled:  # a page settled in its transaction left nothing dirty (two statements saved)
+        projector.settle()
     return tracking
 
 

@@ -17,6 +17,9 @@ from projections.rows import insert_rows, run, scalar
 
 # Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
 FULL_REBUILD_SHARE = 0.5
+# At most this many dirty subjects are refreshed one by one whatever their share (both ways write the same
+# sets; this saves a follower's small pass the statement that counts every subject).
+SMALL = 20
 
 
 def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], int]) -> None:
@@ -49,9 +52,9 @@ def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
     dirty = {(kind, name): at for kind, name, at in run(
         con, "SELECT subject_kind, subject, max(position) FROM effective_dirty GROUP BY ALL")}
     if dirty:
-        everyone = subjects_at(con)
-        many = len(dirty) > FULL_REBUILD_SHARE * len(everyone)
-        if many:
+        # A follower's few dirty subjects skip counting everyone (a statement of each small pass).
+        everyone = subjects_at(con) if len(dirty) > SMALL else []
+        if len(dirty) > FULL_REBUILD_SHARE * len(everyone) > 0:
             changed = rebuild_all(con, everyone)
         else:  # the frequent small batches' own refresh when it applies, else the general one
             delta = deltas.refresh(con)
@@ -60,8 +63,9 @@ def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
         _queue(con, {subject: causes.get(subject, position) for subject in changed})
         run(con, "DELETE FROM effective_dirty")
     deltas.forget(con)
-    run(con, "DELETE FROM effective_valid")
-    run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
+    # Updated in place (one statement of each pass); inserted when the table is empty.
+    if not run(con, "UPDATE effective_valid SET position = $p", {"p": position})[0][0]:
+        run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
     return sorted(changed)
 
 

@@ -109,10 +109,11 @@ class Projector:
             return tracking
         return self._transaction(fresh, tracking, chained_here, settle, also)
 
-    def apply_batch(self, batch: Batch, settle: bool = True) -> Tracking:
+    def apply_batch(self, batch: Batch, settle: bool = True, tracking: Tracking | None = None) -> Tracking:
         """Apply a page chained from the store (projections/catchup.py) with its prebuilt `events` rows.
-        A page that does not start right after the tracking position goes the general way instead."""
-        tracking = self.tracking()
+        A page that does not start right after the tracking position goes the general way instead.
+        `tracking`: the current tracking when the caller knows it (it read or wrote it last)."""
+        tracking = tracking or self.tracking()
         if not batch.envelopes or batch.envelopes[0].prev_position != tracking.position:
             return self.apply(batch.envelopes, chained_here=True, settle=settle)
         return self._transaction(batch.envelopes, tracking, True, settle, None, batch)
@@ -174,9 +175,11 @@ class Projector:
             part.flush(self.con)
         last = fresh[-1]
         new_tracking = Tracking(last.position, last.hash, tracking.events + len(fresh))
-        run(self.con, "DELETE FROM tracking WHERE projection = ?", [PROJECTION])
-        run(self.con, "INSERT INTO tracking VALUES (?, ?, ?, ?, now())",
-                         [PROJECTION, new_tracking.position, new_tracking.hash, new_tracking.events])
+        values = [new_tracking.position, new_tracking.hash, new_tracking.events, PROJECTION]
+        # One statement for every batch but the first (a follower's small pass saves one of ≈ 0.4 ms).
+        if not run(self.con, "UPDATE tracking SET position = ?, hash = ?, events = ?, updated_at = now() "
+                             "WHERE projection = ?", values)[0][0]:
+            run(self.con, "INSERT INTO tracking VALUES (?, ?, ?, ?, now())", [PROJECTION, *values[:3]])
         return new_tracking
 
 

@@ -12,7 +12,7 @@ import duckdb
 from projections.catalog_part import Handler, ignore
 from projections.envelope import Envelope
 from projections.rows import BufferedPart
-from projections.sql_history import SqlHistory, drop_changes
+from projections.sql_history import SqlHistory, drop_changes, planned
 
 
 def effective_at(data: dict[str, Any]) -> datetime | None:
@@ -55,5 +55,7 @@ class SubjectsPart(BufferedPart):
         return self.histories
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        created = planned(self._buffers())
         super().flush(con)
-        drop_changes(con)
+        if created:
+            drop_changes(con)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +18,13 @@ from domain.catalog import Catalog
 from domain.errors import DuplicateGrant
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
+from infra.projecting import store_pass
 from projections import effective_deltas
 from projections.catchup import catch_up, history_reader
 from projections.effective import subjects_at
-from projections.effective_sets import refresh_dirty
+from projections.effective_sets import is_settled, refresh_dirty
 from projections.envelope import chain_all
+from projections.fingerprint import fingerprint
 from projections.materialize import materialized_differences
 from projections.projector import Projector
 from projections.rows import run, select_rows
@@ -155,3 +158,27 @@ def test_any_batches_of_grants_added_equal_the_general_query(home: Home, batches
                 written += 1
         if written:  # grants alone: the delta applies, and equals a recomputation from history
             assert applied(home) is not None
+
+
+def test_a_home_kept_by_a_follower_has_the_fingerprint_of_a_rebuild(home: Home, sqlite_settings: Settings,
+                                                                   tmp_path: Path) -> None:
+    # given a follower that applies each write in its own store pass (the settled one-page path)
+    def write(change: Any, *args: str) -> None:
+        change(*args, META)
+        store_pass(home.catalog, home.con, lambda con: 0)
+    # when grants, revokes, a new unit and a new agent arrive one by one
+    write(home.catalog.add_grant, "unit:eng", "webfetch")
+    write(home.catalog.add_grant, "agent:owl", "memory.*")
+    write(home.catalog.revoke_grant, "unit:support", "memory.write")
+    write(home.catalog.create_unit, "day", "support")
+    write(home.catalog.create_agent, "lark", "day", "stateful")
+    write(home.catalog.add_grant, "unit:day", "grep")
+    write(home.catalog.add_grant, "unit:support", "tool.location.*")
+    # then nothing is left dirty, and a read model rebuilt from the store says the same, bit for bit
+    assert is_settled(home.con, Projector(home.con).tracking().position)
+    rebuilt = open_read_model(sqlite_settings, path=tmp_path / "rebuilt.duckdb")
+    try:
+        catch_up(home.catalog, Projector(rebuilt))
+        assert fingerprint(home.con) == fingerprint(rebuilt)
+    finally:
+        rebuilt.close()
