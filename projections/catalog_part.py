@@ -10,7 +10,7 @@ import duckdb
 
 from projections.envelope import Envelope
 from projections.rows import AppendRows, Buffer, BufferedPart, GroupedRows, HistoryRows, scalar
-from projections.sql_history import SqlAppend, SqlHistory, drop_changes, planned
+from projections.sql_history import SqlAppend, SqlHistory
 
 Handler = Callable[[Envelope, dict[str, Any]], None]
 
@@ -99,12 +99,6 @@ class CatalogPart(BufferedPart):
                 self.schema_history, self.compatibility, self.registered_tools, self.registered_history,
                 self.registered_classes)
 
-
-    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        created = planned(self._buffers())
-        super().flush(con)
-        if created:
-            drop_changes(con)
 
     def _tool_version(self, e: Envelope, tool_key: str) -> None:
         tool = self.tools.get(tool_key)

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from projections.digest import digest
-from projections.rows import run, scalar, select_rows
+from projections.rows import registered, run, scalar, select_rows
 from projections.sqlfiles import query
 
 INFINITY = 2**62  # a position past any event: `at` for "now"
@@ -24,14 +24,8 @@ def subjects_registered(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str
     """The subjects asked about, (kind, name) pairs, visible to the queries as the table `_subjects`."""
     table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
                      schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
-    con.register("_subjects", table)
-    try:
+    with registered(con, "_subjects", table):
         yield
-    finally:
-        try:
-            con.unregister("_subjects")
-        except duckdb.TransactionException:  # the statement failed and aborted the transaction: keep its error
-            pass
 
 
 def _as_of(at: int, effective_at: str | None) -> dict[str, Any]:

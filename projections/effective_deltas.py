@@ -14,15 +14,13 @@ below its holder, and those rows follow from the rows already there. So:
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from projections.effective import subjects_registered
-from projections.rows import insert_rows, run
+from projections.rows import insert_rows, registered, run
 from projections.sqlfiles import query
 
 DELTAS = "_effective_deltas"
@@ -34,15 +32,14 @@ def note(con: duckdb.DuckDBPyConnection, grants_added: list[dict[str, object]], 
         return
     _create(con)
     rows = [{"kind": "general"}] if general else [{"kind": "grant_added", **g} for g in grants_added]
-    con.register("_delta_notes", pa.Table.from_pylist(rows, schema=_NOTES))
-    try:  # nothing once a `general` is noted: the general query refreshes these sets anyway (a long
-        # catch-up keeps no grants here); checked in the insert: each statement is ≈ 0.4 ms of a small pass
+    # Nothing once a `general` is noted: the general query refreshes these sets anyway (a long catch-up
+    # keeps no grants here); checked in the insert: each statement is ≈ 0.4 ms of a small pass.
+    with registered(con, "_delta_notes", pa.Table.from_pylist(rows, schema=_NOTES)):
         run(con, f"INSERT INTO {DELTAS} SELECT * FROM _delta_notes WHERE NOT EXISTS "
                  f"(SELECT 1 FROM {DELTAS} WHERE kind = 'general')")
-    finally:
-        con.unregister("_delta_notes")
 
 
+_PAIRS = pa.schema([("subject_kind", pa.string()), ("subject", pa.string()), ("tool_key", pa.string())])
 _NOTES = pa.schema([("kind", pa.string()), ("position", pa.int64()), ("holder_kind", pa.string()),
                     ("holder", pa.string()), ("target", pa.string()), ("tool_key", pa.string())])
 
@@ -66,7 +63,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     rows = _grant_rows(con, *noted)
     if rows:
         pairs = {k: [row[k] for row in rows] for k in ("subject_kind", "subject", "tool_key")}
-        with registered(con, "_delta_pairs", pairs):
+        with registered(con, "_delta_pairs", pa.table(pairs, schema=_PAIRS)):
             run(con, "DELETE FROM effective_tools e USING _delta_pairs d WHERE e.subject_kind = d.subject_kind "
                      "AND e.subject = d.subject AND e.tool_key = d.tool_key")
         insert_rows(con, "effective_tools", rows)
@@ -211,12 +208,3 @@ def _render(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> 
         with subjects_registered(con, subjects):
             run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
             run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
-
-
-@contextmanager
-def registered(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, list[Any]]) -> Iterator[None]:
-    con.register(name, pa.table(columns, schema=pa.schema([(c, pa.string()) for c in columns])))
-    try:
-        yield
-    finally:
-        con.unregister(name)

@@ -13,7 +13,7 @@ import pyarrow as pa
 from projections import effective_deltas as deltas
 from projections.effective import subjects_at
 from projections.materialize import rebuild_all, refresh
-from projections.rows import insert_rows, run, scalar
+from projections.rows import insert_rows, registered, run, scalar
 
 # Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
 FULL_REBUILD_SHARE = 0.5
@@ -27,11 +27,8 @@ def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], 
     if touched:
         table = pa.table({"subject_kind": [k for k, _ in touched], "subject": [n for _, n in touched],
                           "position": list(touched.values())})
-        con.register("_dirty", table)
-        try:
+        with registered(con, "_dirty", table):
             run(con, "INSERT INTO effective_dirty BY NAME SELECT * FROM _dirty")
-        finally:
-            con.unregister("_dirty")
 
 
 def valid_through(con: duckdb.DuckDBPyConnection) -> int:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import duckdb
@@ -28,11 +29,21 @@ def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str
     """The same from columns (name → values): the hot path builds these without a dict per row; or from
     an Arrow table already built from them (by the catch-up's read-ahead thread)."""
     batch = columns if isinstance(columns, pa.Table) else pa.table(columns)
-    con.register("_toolcat_batch", batch)
-    try:
+    with registered(con, "_toolcat_batch", batch):
         run(con, f"INSERT INTO {table} BY NAME SELECT * FROM _toolcat_batch")
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    """An Arrow table visible to the statements inside the block under `name`."""
+    con.register(name, table)
+    try:
+        yield
     finally:
-        con.unregister("_toolcat_batch")
+        try:
+            con.unregister(name)
+        except duckdb.TransactionException:  # the statement failed and aborted the transaction: keep its error
+            pass
 
 
 def select_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
@@ -142,12 +153,9 @@ class HistoryRows:
                    "_effective_at": versions[0][3]} for key, versions in self.changes.items()]
         match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
         effective_to = ", effective_to = c._effective_at" if self.bitemporal else ""
-        con.register("_toolcat_closes", pa.Table.from_pylist(closes))
-        try:
+        with registered(con, "_toolcat_closes", pa.Table.from_pylist(closes)):
             run(con, f"UPDATE {self.table} AS h SET valid_to = c._pos, valid_to_time = c._time{effective_to} "
                      f"FROM _toolcat_closes AS c WHERE {match} AND h.valid_to IS NULL")
-        finally:
-            con.unregister("_toolcat_closes")
         opened = []
         for key, versions in self.changes.items():
             for index, (position, at, row, effective_at) in enumerate(versions):

@@ -25,27 +25,25 @@ from projections.sqlfiles import query
 _CHANGES = "_toolcat_changes"
 
 
-def batch_params(envelopes: Sequence[Envelope], present: set[str], types: frozenset[str]) -> dict[str, Any] | None:
-    """The positions a changes query reads, or None when the batch (whose event types are `present`) has
-    none of `types` (then the table is left alone: a following batch of a few events runs no statement)."""
-    if types.isdisjoint(present):
-        return None
-    return {"first": envelopes[0].position, "last": envelopes[-1].position}
+class _BatchSql:
+    """A table written from the batch's events by SQL, when the batch holds one of its event `types`."""
+
+    def __init__(self, types: frozenset[str]) -> None:
+        self.types = types
+        self.params: dict[str, Any] | None = None
+
+    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
+        """Called from the part's prefetch with the batch (sorted by position), its event types (`present`)
+        and the query's other parameters. A batch with none of `types` leaves the table alone: a following
+        batch of a few events runs no statement for it."""
+        self.params = None if self.types.isdisjoint(present) else {
+            "first": envelopes[0].position, "last": envelopes[-1].position, **params}
+
+    def clear(self) -> None:
+        self.params = None
 
 
-def drop_changes(con: duckdb.DuckDBPyConnection) -> None:
-    """After a part's SQL histories are written: user SQL runs on the projector's connection, where a
-    leftover temporary table would show."""
-    run(con, f"DROP TABLE IF EXISTS {_CHANGES}")
-
-
-def planned(buffers: Sequence[object]) -> bool:
-    """Whether any of a part's SQL histories will create the changes table this batch (before the flush):
-    only then is there one to drop (a statement, ≈ 0.2 ms of a follower's small batch, saved otherwise)."""
-    return any(isinstance(b, SqlHistory) and b.params is not None for b in buffers)
-
-
-class SqlHistory:
+class SqlHistory(_BatchSql):
     """A history table written from the batch's events by its changes query."""
 
     def __init__(self, table: str, keys: tuple[str, ...], changes: str, types: frozenset[str],
@@ -54,33 +52,24 @@ class SqlHistory:
         the aggregate's id), so there is no open version to close."""
         if table not in HISTORY_TABLES:
             raise ValueError(f"{table} is not listed in schema.HISTORY_TABLES")
-        self.table, self.keys, self.changes, self.types = table, keys, changes, types
-        self.new_keys = new_keys
+        super().__init__(types)
+        self.table, self.keys, self.changes, self.new_keys = table, keys, changes, new_keys
         self.bitemporal = table in BITEMPORAL_TABLES
-        self.params: dict[str, Any] | None = None
-
-    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
-        """Called from the part's prefetch with the batch (sorted by position), its event types, and the
-        query's other parameters."""
-        found = batch_params(envelopes, present, self.types)
-        self.params = None if found is None else {**found, **params}
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.params is None:
             return
         # The changes in a temporary table, not a CTE read by both statements: with its true size known,
         # the close joins the few changes of a small batch to the history, not the whole history to a
-        # guess (about 3x faster for a batch of 20 events). It is replaced by the next table's changes,
-        # and dropped once by the part (drop_changes) when all are written; on failure the batch's
-        # transaction rolls back, and the table with it.
-        run(con, f"CREATE OR REPLACE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
+        # guess (about 3x faster for a batch of 20 events). Dropped once written: user SQL runs on the
+        # projector's connection, where a leftover would show (on failure the batch's transaction rolls
+        # back, and the table with it).
+        run(con, f"CREATE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
         if not self.new_keys:
             run(con, self._close_sql())
         run(con, self._open_sql())
+        run(con, f"DROP TABLE {_CHANGES}")
         self.clear()
-
-    def clear(self) -> None:
-        self.params = None
 
     def _close_sql(self) -> str:
         keys = ", ".join(self.keys)
@@ -100,21 +89,14 @@ class SqlHistory:
                 f"lead(recorded_at) {following} AS valid_to_time{effective} FROM {_CHANGES} QUALIFY NOT ended")
 
 
-class SqlAppend:
+class SqlAppend(_BatchSql):
     """Rows only ever added, selected from the batch's events by `sql/<rows>.sql` (same parameters)."""
 
     def __init__(self, table: str, rows: str, types: frozenset[str]) -> None:
-        self.table, self.rows, self.types = table, rows, types
-        self.params: dict[str, Any] | None = None
-
-    def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
-        found = batch_params(envelopes, present, self.types)
-        self.params = None if found is None else {**found, **params}
+        super().__init__(types)
+        self.table, self.rows = table, rows
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.params is not None:
             run(con, f"INSERT INTO {self.table} BY NAME {query(self.rows)}", self.params)
         self.clear()
-
-    def clear(self) -> None:
-        self.params = None

@@ -12,7 +12,7 @@ import duckdb
 from projections.catalog_part import Handler, ignore
 from projections.envelope import Envelope
 from projections.rows import BufferedPart
-from projections.sql_history import SqlHistory, drop_changes, planned
+from projections.sql_history import SqlHistory
 
 
 def effective_at(data: dict[str, Any]) -> datetime | None:
@@ -53,9 +53,3 @@ class SubjectsPart(BufferedPart):
 
     def _buffers(self) -> tuple[SqlHistory, ...]:
         return self.histories
-
-    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        created = planned(self._buffers())
-        super().flush(con)
-        if created:
-            drop_changes(con)
