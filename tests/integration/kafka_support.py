@@ -26,7 +26,7 @@ from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
 from projections.fingerprint import fingerprint
 from projections.projector import Projector
-from tests.support import SCRIPT, TOOLCAT, Run, run_toolcat, toolcat_env
+from tests.support import SCRIPT, TOOLCAT, Run, run_in_process, run_toolcat, toolcat_env
 
 ACTOR = "kafka-tests"
 
@@ -221,6 +221,22 @@ def produce_raw(settings: Settings, topic: str, value: bytes, key: bytes | None 
         assert producer.publish(topic, [(key, value)]) == 1
     finally:
         producer.close(timeout=5)
+
+
+def a_bad_message_between_story_halves(settings: Settings, state_path: Path) -> tuple[int, int]:
+    """The example story's lines before its first `unit create` relayed to the events topic, then a message
+    that is not an envelope, then the rest relayed: (the last position before the bad message, the head)."""
+    before, after = lines_before(("unit", "create"))
+    run_in_process(settings.home, before)
+    valid = store_head(settings)
+    relay_all(settings, state_path)
+    events_on_topic(settings, range(1, valid + 1))
+    produce_raw(settings, settings.kafka_events_topic, b"not json", key=b"intruder")
+    run_in_process(settings.home, after)
+    head = store_head(settings)
+    relay_all(settings, state_path)
+    events_on_topic(settings, range(1, head + 1))
+    return valid, head
 
 
 def port_open(port: int) -> bool:

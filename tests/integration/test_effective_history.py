@@ -7,7 +7,7 @@ directory per example.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -411,48 +411,48 @@ def test_given_a_catch_up_over_many_changes_then_each_subject_is_queued_once_at_
         catalog.close()
 
 
-def test_given_the_story_when_every_set_is_rebuilt_a_subject_at_a_time_then_nothing_changes(
-        sqlite_settings: Settings) -> None:
-    # given the story projected (its sets materialized), and its documents altered for one subject
+@pytest.fixture
+def projected_story(sqlite_settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The scripted story written and projected (its sets materialized): its read model."""
     catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
     try:
         for _, command in scripted_story(catalog):
             command()
         catch_up(catalog, Projector(con))
-        tools, documents = whole_set(con), table(con, "effective_documents")
-        con.execute("UPDATE effective_documents SET tools = '[]' WHERE subject = 'agent:a1'")
-        # when every set is rebuilt in one pass, its documents rendered one subject at a time
-        changed = rebuild_all(con, subjects_at(con), chunk=1)
-        # then only the altered document was rewritten, and everything equals what it was
-        assert changed == ["agent:a1"]
-        assert whole_set(con) == tools and table(con, "effective_documents") == documents
+        yield con
     finally:
         con.close()
         catalog.close()
+
+
+def test_given_the_story_when_every_set_is_rebuilt_a_subject_at_a_time_then_nothing_changes(
+        projected_story: duckdb.DuckDBPyConnection) -> None:
+    # given the story projected (its sets materialized), and its documents altered for one subject
+    con = projected_story
+    tools, documents = whole_set(con), table(con, "effective_documents")
+    con.execute("UPDATE effective_documents SET tools = '[]' WHERE subject = 'agent:a1'")
+    # when every set is rebuilt in one pass, its documents rendered one subject at a time
+    changed = rebuild_all(con, subjects_at(con), chunk=1)
+    # then only the altered document was rewritten, and everything equals what it was
+    assert changed == ["agent:a1"]
+    assert whole_set(con) == tools and table(con, "effective_documents") == documents
 
 
 def test_given_the_story_when_one_subject_s_history_is_asked_then_it_is_that_subject_s_share_of_the_view(
-        sqlite_settings: Settings) -> None:
+        projected_story: duckdb.DuckDBPyConnection) -> None:
     # given the story projected
-    catalog, con = open_catalog(sqlite_settings), open_read_model(sqlite_settings)
-    try:
-        for _, command in scripted_story(catalog):
-            command()
-        catch_up(catalog, Projector(con))
-        every = table(con, "effective_history")
-        assert len(every) > 20
-        # when each subject's versions are asked of the macro, then together they are the view, row for row
-        shares = []
-        for kind, name in STORY_SUBJECTS:
-            # (literals: DuckDB binds no prepared parameter inside a table macro's GROUP BY)
-            share = select_rows(con, f"SELECT * FROM effective_history_of('{kind}', '{name}') ORDER BY ALL")
-            assert share, (kind, name)
-            assert {(r["subject_kind"], r["subject"]) for r in share} == {(kind, name)}
-            shares += share
-        assert sorted(shares, key=repr) == sorted(every, key=repr)
-        # and a kind alone asks for every subject of that kind
-        agents = select_rows(con, "SELECT * FROM effective_history_of('agent', NULL) ORDER BY ALL")
-        assert agents == [r for r in every if r["subject_kind"] == "agent"]
-    finally:
-        con.close()
-        catalog.close()
+    con = projected_story
+    every = table(con, "effective_history")
+    assert len(every) > 20
+    # when each subject's versions are asked of the macro, then together they are the view, row for row
+    shares = []
+    for kind, name in STORY_SUBJECTS:
+        # (literals: DuckDB binds no prepared parameter inside a table macro's GROUP BY)
+        share = select_rows(con, f"SELECT * FROM effective_history_of('{kind}', '{name}') ORDER BY ALL")
+        assert share, (kind, name)
+        assert {(r["subject_kind"], r["subject"]) for r in share} == {(kind, name)}
+        shares += share
+    assert sorted(shares, key=repr) == sorted(every, key=repr)
+    # and a kind alone asks for every subject of that kind
+    agents = select_rows(con, "SELECT * FROM effective_history_of('agent', NULL) ORDER BY ALL")
+    assert agents == [r for r in every if r["subject_kind"] == "agent"]

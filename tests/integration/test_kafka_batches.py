@@ -23,11 +23,10 @@ from projections.effective_sets import is_settled
 from projections.fingerprint import fingerprint
 from projections.queries import current_effective
 from tests.integration.kafka_support import (
+    a_bad_message_between_story_halves,
     assert_each_position_once,
     events_on_topic,
-    lines_before,
     on_both_kafka_clients,
-    produce_raw,
     read_model_facts,
     read_topic,
     relay_all,
@@ -35,8 +34,6 @@ from tests.integration.kafka_support import (
     store_head,
 )
 from tests.support import SCRIPT, run_in_process
-
-BEFORE_SUBJECTS, SUBJECTS_ON = lines_before(("unit", "create"))
 
 
 def test_a_topic_projected_in_batches_cut_at_their_size_ends_with_the_store_fed_sets_and_changelog(
@@ -78,18 +75,9 @@ def test_a_topic_projected_in_batches_cut_at_their_size_ends_with_the_store_fed_
 
 @on_both_kafka_clients
 def test_batches_fetched_past_a_bad_message_are_never_applied(kafka_settings: Settings, tmp_path: Path) -> None:
-    home, other = kafka_settings.home, tmp_path / "from-kafka"
-    state = tmp_path / "relay-state.json"
+    other = tmp_path / "from-kafka"
     # Given the first half of the story on the topic, then a message that is not an envelope, then the rest
-    run_in_process(home, BEFORE_SUBJECTS)
-    valid = store_head(kafka_settings)
-    relay_all(kafka_settings, state)
-    events_on_topic(kafka_settings, range(1, valid + 1))
-    produce_raw(kafka_settings, kafka_settings.kafka_events_topic, b"not json", key=b"intruder")
-    run_in_process(home, SUBJECTS_ON)
-    head = store_head(kafka_settings)
-    relay_all(kafka_settings, state)
-    events_on_topic(kafka_settings, range(1, head + 1))
+    valid, head = a_bad_message_between_story_halves(kafka_settings, tmp_path / "relay-state.json")
     assert head > valid + 14, "the rest of the story must fill batches after the bad message's"
 
     # When it is projected in batches of 7, each next batch fetched and parsed while one is applied

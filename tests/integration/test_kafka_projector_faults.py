@@ -20,6 +20,7 @@ from consumers.streaming import CorruptMessage
 from infra.cli import run as run_command
 from infra.settings import Settings
 from tests.integration.kafka_support import (
+    a_bad_message_between_story_halves,
     on_both_kafka_clients,
     assert_each_position_once,
     events_on_topic,
@@ -148,19 +149,10 @@ def test_a_projector_killed_mid_batch_keeps_none_of_it_and_resumes(
 @on_both_kafka_clients
 def test_a_corrupt_message_is_dead_lettered_and_stops_the_projector_at_the_same_place(
         kafka_settings: Settings, tmp_path: Path) -> None:
-    home, other = kafka_settings.home, tmp_path / "from-kafka"
-    state = tmp_path / "relay-state.json"
-    run_in_process(home, BEFORE_SUBJECTS)
-    valid = store_head(kafka_settings)
-    relay_all(kafka_settings, state)
-    events_on_topic(kafka_settings, range(1, valid + 1))
+    other = tmp_path / "from-kafka"
     # Given a message that is not an envelope, after the valid ones, and more valid ones after it
+    valid, head = a_bad_message_between_story_halves(kafka_settings, tmp_path / "relay-state.json")
     bad_offset = valid  # one message per position so far, offsets from 0
-    produce_raw(kafka_settings, kafka_settings.kafka_events_topic, b"not json", key=b"intruder")
-    run_in_process(home, SUBJECTS_ON)
-    head = store_head(kafka_settings)
-    relay_all(kafka_settings, state)
-    events_on_topic(kafka_settings, range(1, head + 1))
 
     reports = []
     for attempt in (1, 2):
