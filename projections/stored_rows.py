@@ -37,29 +37,36 @@ def read_rows(path: str, table: str, after: int, limit: int, decode: Decode) -> 
     records = []
     for position, originator, version, topic, state in rows:
         try:
-            decoded = _decode(state, decode)
+            decoded, finite = _decode(state, decode)
         except Exception as error:  # any decoding failure means the stored bytes were altered
             raise IntegrityFailure(f"the stored event at position {position} no longer decodes: {error}",
                                    position=position) from error
-        finite = b"NaN" not in state and b"Infinity" not in state
         records.append(HistoryRecord(position, _uuid_text(originator), version, topic, decoded, finite))
     return records
 
 
-def _decode(state: bytes, decode: Decode) -> dict[str, Any]:
-    """orjson where it reads what json reads: the only transcoded value is the timestamp (one `_type_`),
-    and no integer could exceed 64 bits. NaN, ±Infinity and lone surrogates make orjson refuse."""
+def _decode(state: bytes, decode: Decode) -> tuple[dict[str, Any], bool]:
+    """The stored state and whether it holds only finite numbers (HistoryRecord.finite).
+
+    orjson where it reads what json reads: the only transcoded value is the timestamp (one `_type_`),
+    and no integer could exceed 64 bits. NaN, ±Infinity, a number too large for a float and lone
+    surrogates make orjson refuse, so what it read is finite with no byte search; the store's decoder
+    reads all of them, so its values are finite only when the bytes hold no NaN or Infinity."""
     if state.count(_TYPED) != 1 or _LONG_RUN in state.translate(_DIGITS_ONLY):
-        return decode(state)
+        return _decoded(state, decode)
     try:
         value = orjson.loads(state)
     except orjson.JSONDecodeError:
-        return decode(state)
+        return _decoded(state, decode)
     stamp = value.get("timestamp") if type(value) is dict else None
     if type(stamp) is not dict or stamp.get("_type_") != "datetime_iso" or len(stamp) != 2:
-        return decode(state)
+        return _decoded(state, decode)
     value["timestamp"] = datetime.fromisoformat(stamp["_data_"])
-    return value
+    return value, True
+
+
+def _decoded(state: bytes, decode: Decode) -> tuple[dict[str, Any], bool]:
+    return decode(state), b"NaN" not in state and b"Infinity" not in state
 
 
 def _uuid_text(hex_id: str) -> str:
