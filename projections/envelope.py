@@ -70,10 +70,11 @@ def format_time(moment: datetime) -> str:
 def chain(record: HistoryRecord, prev_position: int, prev_hash: str) -> Envelope:
     """The envelope of a stored event, chained to the one before it."""
     body = envelope_body(record, prev_position)
-    values = dict(body)  # a copy is cheaper than filtering on the hot path
-    del values["schema"]
-    values.update(schema_=SCHEMA, prev_hash=prev_hash, hash=chain_hash(prev_hash, body, record.finite))
-    return trusted_envelope(values)
+    digest = chain_hash(prev_hash, body, record.finite)
+    # Hashed, the body becomes the envelope's fields in place (no copy on the hot path).
+    del body["schema"]
+    body.update(schema_=SCHEMA, prev_hash=prev_hash, hash=digest)
+    return trusted_envelope(body)
 
 
 def envelope_body(record: HistoryRecord, prev_position: int) -> dict[str, Any]:
