@@ -7,6 +7,7 @@ with the tracking row, so a crash between batches loses nothing and applies noth
 from __future__ import annotations
 
 import json
+import json.encoder
 from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -200,6 +201,11 @@ _EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_versi
 
 # json.dumps(value, sort_keys=True) builds an encoder on every call; one built once writes the same bytes.
 _DATA_ENCODER = json.JSONEncoder(sort_keys=True)
+# Its encode() still builds json's C encoder on every call: built once here with the very arguments
+# encode() passes it, it writes the same text in half the time (the catch-up's read-ahead, per event).
+# No `markers` (the check for cycles): data read from JSON holds none. None without json's C accelerator.
+_C_ENCODER = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+    None, _DATA_ENCODER.default, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True)
 
 
 def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:
@@ -207,7 +213,14 @@ def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:
     values = [e.__dict__ for e in envelopes]
     columns: dict[str, list[Any]] = {name: [v[name] for v in values] for name in _EVENT_FIELDS}
     columns["recorded_at"] = [when(e) for e in envelopes]
-    # The stored form of `data` is json.dumps' default (", " and ": ", ASCII-escaped): the fingerprint covers it.
-    encode = _DATA_ENCODER.encode
-    columns["data"] = [encode(e.data) for e in envelopes]
+    columns["data"] = data_texts([e.data for e in envelopes])
     return columns
+
+
+def data_texts(values: list[dict[str, Any]]) -> list[str]:
+    """The stored form of `data`: json.dumps' default (", " and ": ", ASCII-escaped), keys sorted. The
+    fingerprint covers it."""
+    if _C_ENCODER is None:
+        return [_DATA_ENCODER.encode(value) for value in values]
+    write, join = _C_ENCODER, "".join
+    return [join(write(value, 0)) for value in values]

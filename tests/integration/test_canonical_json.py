@@ -6,6 +6,7 @@ Real SQLite file store: the values go through the store's own encoding and decod
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import sqlite3
 from contextlib import closing
@@ -21,6 +22,7 @@ from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.canonical import canonical_json, reference_json
 from projections.envelope import GENESIS_HASH, chain_all
+from projections.projector import data_texts
 
 META = Meta(actor="tester", reason="naïve — ünïcode 😀")
 
@@ -105,3 +107,18 @@ _VALUES = st.recursive(st.one_of(_NUMBERS, _STRINGS, st.none()),
 def test_given_numbers_beside_uuids_when_written_canonically_then_the_bytes_are_the_reference_bytes(
         value: dict[str, Any]) -> None:
     assert canonical_json(value, finite=True) == reference_json(value)
+
+
+_ANY_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.floats(), st.integers(), st.integers(min_value=2**63, max_value=2**80),
+              st.text()),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.dictionaries(st.text(max_size=6), _ANY_JSON, max_size=5), max_size=3))
+def test_given_any_data_when_written_as_the_events_column_then_it_is_json_dumps_default_form(
+        values: list[dict[str, Any]]) -> None:
+    # the `events.data` column the fingerprint covers: NaN, infinities, big integers, any text included
+    assert data_texts(values) == [json.dumps(value, sort_keys=True) for value in values]
