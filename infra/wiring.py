@@ -57,8 +57,9 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
     env = store_env(settings)
     if cached_aggregates:
         # Each read of a cached aggregate still reads the events stored after it (fast-forward, the
-        # library's default), so another process's writes are seen and conflicts are still refused; a
-        # command gets a deep copy, so one that fails changes nothing kept.
+        # library's default), so another process's writes are seen and conflicts are still refused. A
+        # command reads the kept aggregates themselves, one command at a time, and what one fails to save
+        # is dropped from the cache (CatalogApplication._command); other reads get a deep copy.
         env["AGGREGATE_CACHE_MAXSIZE"] = str(cached_aggregates)
     for attempt in range(attempts):
         try:

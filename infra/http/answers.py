@@ -27,6 +27,15 @@ def run_command(request: Request, command: str, values: dict[str, Any]) -> Reply
     return run(["--json", *argv_for(command, values)], state.settings, backend=state)
 
 
+def run_write(request: Request, command: str, values: dict[str, Any]) -> Reply:
+    """A write command, run alone (`ServerState.commands`), then the follower told to look now."""
+    state = server_of(request)
+    with state.commands:
+        reply = run_command(request, command, values)
+    state.nudge()
+    return reply
+
+
 def encode(document: Any) -> bytes:
     """A JSON answer's body."""
     return json.dumps(document, default=str).encode()

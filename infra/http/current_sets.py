@@ -89,10 +89,14 @@ class CurrentSets:
         position is announced, so what is unchanged through the changes noted is unchanged through it."""
         position = self.state.position
         kept = self._answers.get(subject)
-        if kept is None or not self._floor <= kept.position <= position \
-                or self._changed_at.get(subject, -1) > kept.position:
+        if kept is None or kept.position > position or not self.unchanged_since(subject, kept.position):
             return None
         return position, kept.at(position)
+
+    def unchanged_since(self, subject: str, position: int) -> bool:
+        """Whether no batch changed the subject's set after `position` (through the announced position taken
+        before asking: a batch's changes are noted before its position is announced)."""
+        return self._floor <= position and self._changed_at.get(subject, -1) <= position
 
     def _read(self, subject: str) -> tuple[int, bytes]:
         with self.state.read_model(Freshness(min_position=0)) as con:

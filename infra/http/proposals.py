@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from infra.http import models
-from infra.http.answers import respond, run_command, server_of
+from infra.http.answers import respond, run_command, run_write
 from domain.errors import UsageError
 from domain.naming import PRESETS
 from infra.http.auth import Principal, require
@@ -50,9 +50,8 @@ def _write(request: Request, command: str, values: dict[str, Any], principal: Pr
            idempotency_key: str | None) -> Response:
     with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
         values = _inline_files({k: v for k, v in values.items() if v is not None}, Path(folder))
-        reply = run_command(request, command, {**values, "actor": principal.name,
-                                               "idempotency_key": idempotency_key})
-    server_of(request).nudge()
+        reply = run_write(request, command, {**values, "actor": principal.name,
+                                             "idempotency_key": idempotency_key})
     return respond(request, reply)
 
 

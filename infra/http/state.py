@@ -59,6 +59,13 @@ class ServerState:
         self._wake = threading.Event()
         self.stopping = threading.Event()
         self.writes = threading.RLock()  # held by the follower while it applies a pass
+        # Held by each write command the server runs (answers.run_write): one at a time. Run together they
+        # refused each other as conflicts (409) whenever they changed the same aggregate (grants to one
+        # subject), and the aggregate cache copied one while another brought it up to date (a 500); the
+        # store takes one writer at a time anyway, and the GIL one command's Python. (The catalog also runs
+        # its commands' batches one at a time, CatalogApplication._command; this covers a whole write, e.g.
+        # an apply's checks before its batch.)
+        self.commands = threading.Lock()
         self.failure: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.batch_event: asyncio.Event | None = None

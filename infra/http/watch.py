@@ -60,7 +60,7 @@ def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> Server
                                             "row | fields}]}; id = position"}})
 async def watch(request: Request, subject: str, last_event_id: str | None = Header(None),
                 _: Any = Depends(require("read"))) -> EventSourceResponse:
-    state = server_of(request)
+    state, sets = server_of(request), request.app.state.current_sets
     if last_event_id is not None and not last_event_id.isdigit():
         raise UsageError("Last-Event-ID must be a position this stream sent", last_event_id=last_event_id)
     resumed = int(last_event_id) if last_event_id is not None else None
@@ -80,7 +80,10 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
                 await _wait(waiter)
             if await request.is_disconnected():
                 return
-            if state.position != at:
+            applied = state.position
+            if applied != at and sets.unchanged_since(subject, at):
+                at = applied  # the batches since changed other subjects: no read, no thread (the fan-out)
+            elif applied != at:
                 at, tools = await run_in_threadpool(_set_at, request, subject, None)
 
     return EventSourceResponse(changes(), ping=15)

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from domain.errors import UsageError
 from domain.naming import PRESETS
 from infra.http import models
-from infra.http.answers import respond, run_command, server_of
+from infra.http.answers import respond, run_write
 from infra.http.auth import Principal, require
 from infra.http.commands import FILE_OPTIONS, body_model, commands_of
 
@@ -58,10 +58,9 @@ def _route(command: str) -> Any:
         values |= {"actor": principal.name, "idempotency_key": idempotency_key}
         if FILE_OPTIONS & values.keys():
             with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
-                reply = run_command(request, command, _inline_files(values, Path(folder)))
+                reply = run_write(request, command, _inline_files(values, Path(folder)))
         else:  # no folder to make and remove: on a busy disk those cost more than the write itself
-            reply = run_command(request, command, values)
-        server_of(request).nudge()
+            reply = run_write(request, command, values)
         return respond(request, reply)
     write.__name__ = "write_" + command.replace(" ", "_").replace("-", "_")
     return write

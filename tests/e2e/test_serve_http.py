@@ -484,6 +484,24 @@ def test_a_watch_opened_right_after_its_subject_was_created_finds_it(served: Ser
         assert (position, changed(changes)) == (granted, [("added", "acme.watch-at-once")])
 
 
+def test_a_watch_passes_over_other_subjects_changes_and_gets_its_agents_change_through_its_unit(
+        served: Served, keys: dict[str, str], admin: httpx.Client) -> None:
+    # Given an agent of a unit, watched, and another unit
+    write(admin, "/v1/unit/create", {"unit": "watch-home"})
+    write(admin, "/v1/agent/create", {"agent": "watch-member", "unit": "watch-home"})
+    write(admin, "/v1/unit/create", {"unit": "watch-elsewhere"})
+    with served.client(keys["reader"]) as watcher, \
+            watcher.stream("GET", "/v1/subjects/agent:watch-member/watch") as response:
+        stream = Stream(response)  # the agent's set is empty: the stream starts with no event
+        # When the other unit changes in several batches, then the agent's unit
+        for index in range(3):
+            grant_plugin_tool(admin, f"acme.watch-elsewhere-{index}", "unit:watch-elsewhere")
+        inherited = grant_plugin_tool(admin, "acme.watch-inherited", "unit:watch-home")
+        # Then the stream's next change is the agent's, inherited from its unit, at that grant's position
+        position, changes = stream.next()
+        assert (position, changed(changes)) == (inherited, [("added", "acme.watch-inherited")])
+
+
 # -- the command line on a served home ---------------------------------------------------------------
 def test_the_command_line_reads_through_the_server_and_never_opens_the_file(
         served: Served, admin: httpx.Client, tmp_path: Path) -> None:

@@ -1,17 +1,22 @@
 """The server's catalog keeps aggregates in memory between writes; a write made meanwhile by another
-process (the command line on the same store) is still seen, and the server's next write builds on it."""
+process (the command line on the same store) is still seen, and the server's next write builds on it. A
+command reads the kept aggregates themselves (no copy): one that is refused, or a dry run, leaves nothing
+of what it changed in them."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from domain.base import Meta
+from domain.catalog import Catalog
+from domain.errors import Conflict
 from domain.grants import SubjectGrants, grants_key
 from infra.http.metrics import ServerMetrics
 from infra.http.state import ServerState
 from infra.settings import Settings
-from infra.wiring import open_catalog
+from infra.wiring import open_catalog, store_env
 from tests.support import run_example
 
 META = Meta(actor="tester")
@@ -48,3 +53,54 @@ def test_a_kept_aggregate_is_brought_up_to_date_with_another_writers_events(
     assert _grants(state).version == before.version + 1
     assert state.catalog.add_grant("unit:eng", "websearch", META).position is not None
     assert _grants(state).version == before.version + 2
+
+
+class RacingCatalog(Catalog):
+    """A catalog keeping aggregates, whose `competitor` (another process's command) runs just before its own
+    next save."""
+
+    competitor: Callable[[], object] | None = None
+
+    def save(self, *objects: Any, **kwargs: Any) -> Any:
+        competitor, self.competitor = self.competitor, None
+        if competitor is not None:
+            competitor()
+        return super().save(*objects, **kwargs)
+
+
+def _targets(catalog: Catalog, subject: str) -> set[str]:
+    grants = catalog.get_or_none(grants_key(subject), SubjectGrants)
+    return set() if grants is None else set(grants.targets.values())
+
+
+def test_a_write_refused_as_a_conflict_leaves_nothing_of_it_in_the_kept_aggregates(
+        sqlite_settings: Settings) -> None:
+    run_example(sqlite_settings.home)
+    server = RacingCatalog(env={**store_env(sqlite_settings), "AGGREGATE_CACHE_MAXSIZE": "1000"})
+    other = open_catalog(sqlite_settings)
+    try:
+        before = _targets(server, "unit:eng")  # kept from here on
+        # given another process grants unit:eng a tool just before the server saves its own grant to it
+        server.competitor = lambda: other.add_grant("unit:eng", "webfetch", META)
+        with pytest.raises(Conflict):
+            server.add_grant("unit:eng", "websearch", META)
+        # then the server's kept unit holds the other's grant and not its refused one
+        assert _targets(server, "unit:eng") == before | {"webfetch"}
+        # and the same write run again is saved on top of it
+        assert server.add_grant("unit:eng", "websearch", META).position is not None
+        assert _targets(server, "unit:eng") == _targets(other, "unit:eng") == before | {"webfetch", "websearch"}
+    finally:
+        other.close()
+        server.close()
+
+
+def test_a_dry_run_leaves_nothing_of_it_in_the_kept_aggregates(state: ServerState) -> None:
+    catalog = state.catalog
+    before = _targets(catalog, "unit:eng")
+    # a plan's dry run: the commands build into one batch, which is dropped
+    with catalog.compound(META):
+        catalog.add_grant("unit:eng", "webfetch", META)
+        assert _targets(catalog, "unit:eng") == before | {"webfetch"}  # seen inside the batch
+    assert _targets(catalog, "unit:eng") == before
+    assert catalog.add_grant("unit:eng", "webfetch", META).position is not None
+    assert _targets(catalog, "unit:eng") == before | {"webfetch"}
