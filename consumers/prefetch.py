@@ -87,13 +87,13 @@ def merged(batches: list[Parsed]) -> Parsed:
     """Consecutive parsed polls as one batch, up to the first bad message (nothing after it counts)."""
     if len(batches) == 1:
         return batches[0]
-    envelopes, offsets, full = [], {}, False
+    envelopes, offsets = [], {}
     for batch in batches:
         envelopes += batch.envelopes
         for partition, offset in batch.offsets.items():
             offsets[partition] = max(offset, offsets.get(partition, 0))
-        full = full or batch.full
         if batch.corrupt is not None:
             break
     envelopes.sort(key=lambda e: e.position)  # in order already for one partition; merged for several
-    return Parsed(envelopes, offsets, batch.corrupt, full)
+    # Behind or not as of its last poll: a burst's last poll, caught up, settles the sets of all of it.
+    return Parsed(envelopes, offsets, batch.corrupt, batch.full)
