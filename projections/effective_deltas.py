@@ -64,7 +64,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     if noted is None:
         return None
     if noted[2]:  # a way removed, a binding or an allowlist: the pairs are ranked again
-        subjects = rerank(con)
+        subjects = rerank(con, noted[3])
         if subjects is None:
             return None
         render(con, subjects)
@@ -81,20 +81,21 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     return [f"{kind}:{name}" for kind, name in changed]
 
 
-def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool] | None:
-    """The noted grants' tool keys, whether one is a namespace pattern, and whether anything besides
-    grants added was noted, when the notes explain every dirty subject, else None (one statement: each
-    is ≈ 0.4 ms of a follower's small pass)."""
+def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool, list[list[str | None]]] | None:
+    """The noted grants' tool keys, whether one is a namespace pattern, whether anything besides grants
+    added was noted, and the notes (kind, holder kind, holder, target, tool key), when they explain every
+    dirty subject, else None (one statement: each is ≈ 0.4 ms of a follower's small pass)."""
     _create(con)
-    unexplained, keys, patterns, others = run(con, f"""
+    unexplained, keys, patterns, others, notes = run(con, f"""
         SELECT count(*) FILTER (WHERE kind = 'general')
              + (SELECT count(*) FROM effective_dirty d
                 WHERE NOT EXISTS (SELECT 1 FROM {DELTAS} n WHERE n.position = d.position)),
                list(DISTINCT tool_key) FILTER (WHERE kind = 'grant_added' AND tool_key IS NOT NULL),
                count(*) FILTER (WHERE kind = 'grant_added' AND tool_key IS NULL) > 0,
-               count(*) FILTER (WHERE kind <> 'grant_added') > 0
+               count(*) FILTER (WHERE kind <> 'grant_added') > 0,
+               list([kind, holder_kind, holder, target, tool_key])
         FROM {DELTAS}""")[0]
-    return None if unexplained else (keys or [], patterns, others)
+    return None if unexplained else (keys or [], patterns, others, notes or [])
 
 
 def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool) -> list[dict[str, Any]]:

@@ -29,11 +29,16 @@ _FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from"
 _PAIRS = pa.schema([("subject_kind", pa.string()), ("subject", pa.string()), ("tool_key", pa.string())])
 
 
-def rerank(con: duckdb.DuckDBPyConnection) -> list[Subject] | None:
+def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> list[Subject] | None:
     """Refresh the pairs the ways noted in `_effective_deltas` can touch, then the exposures of the agents
-    whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown."""
-    noted = run(con, query("way_coverage"))
-    if any(tool_key is None for *_, tool_key in noted):
+    whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown.
+    `notes`: that table's rows (kind, holder kind, holder, target, tool key)."""
+    if all(kind == "allowlist" or kind.startswith("grant") and key is not None for kind, *_, key in notes):
+        # grants of one tool each (the frequent kind): their pairs are known without a query
+        noted = [(holder_kind, holder, key or "", kind != "allowlist") for kind, holder_kind, holder, _, key in notes]
+    else:
+        noted = run(con, query("way_coverage"))
+    if any(tool_key is None for *_, tool_key, _ in noted):
         return None  # a binding of a connector the read model does not know: the general query decides
     parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
     ways = [(kind, holder, key) for kind, holder, key, is_way in noted if is_way]
