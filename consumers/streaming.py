@@ -18,7 +18,7 @@ from projections.envelope import Envelope
 from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.catchup import PAGE_SIZE
 from projections.projector import Projector, Tracking
-from projections.rows import insert_rows, run
+from projections.rows import given_rows, run
 
 
 class CorruptMessage(IntegrityFailure):
@@ -33,9 +33,13 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
     def save(con: duckdb.DuckDBPyConnection) -> None:
         run(con, "DELETE FROM kafka_offsets WHERE topic = $t AND partition IN (SELECT unnest($p::INTEGER[]))",
             {"t": topic, "p": list(offsets)})
-        insert_rows(con, "kafka_offsets", [{"topic": topic, "partition": p, "next_offset": o}
-                                           for p, o in offsets.items()])
+        columns = {"topic": [topic] * len(offsets), "partition": list(offsets), "next_offset": list(offsets.values())}
+        with given_rows(con, "_offsets", columns, _OFFSETS) as (table, params):
+            run(con, f"INSERT INTO kafka_offsets BY NAME SELECT * FROM {table}", params)
     return save
+
+
+_OFFSETS = {"topic": "VARCHAR", "partition": "INTEGER", "next_offset": "BIGINT"}
 
 
 # A batch gathers the polls already fetched, up to a store catch-up's page: a batch's fixed cost (its

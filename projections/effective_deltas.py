@@ -19,10 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from projections.effective_ways import admitted, exposure, reach, render, rerank
-from projections.rows import insert_rows, registered, run
+from projections.effective_ways import admitted, exposure, reach, render, replace, rerank
+from projections.rows import given_rows, run
 from projections.sqlfiles import query
 
 DELTAS = "_effective_deltas"
@@ -35,21 +34,20 @@ def note(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]], general
         return
     _create(con)
     rows = [{"kind": "general"}] if general else notes
+    columns = {name: [row.get(name) for row in rows] for name in _NOTES}
     # Nothing once a `general` is noted: the general query refreshes these sets anyway (a long catch-up
     # keeps no grants here); checked in the insert: each statement is ≈ 0.4 ms of a small pass.
-    with registered(con, "_delta_notes", pa.Table.from_pylist(rows, schema=_NOTES)):
-        run(con, f"INSERT INTO {DELTAS} SELECT * FROM _delta_notes WHERE NOT EXISTS "
-                 f"(SELECT 1 FROM {DELTAS} WHERE kind = 'general')")
+    with given_rows(con, "_delta_notes", columns, _NOTES) as (notes_table, params):
+        run(con, f"INSERT INTO {DELTAS} SELECT * FROM {notes_table} WHERE NOT EXISTS "
+                 f"(SELECT 1 FROM {DELTAS} WHERE kind = 'general')", params)
 
 
-_PAIRS = pa.schema([("subject_kind", pa.string()), ("subject", pa.string()), ("tool_key", pa.string())])
-_NOTES = pa.schema([("kind", pa.string()), ("position", pa.int64()), ("holder_kind", pa.string()),
-                    ("holder", pa.string()), ("target", pa.string()), ("tool_key", pa.string())])
+_NOTES = {"kind": "VARCHAR", "position": "BIGINT", "holder_kind": "VARCHAR", "holder": "VARCHAR",
+          "target": "VARCHAR", "tool_key": "VARCHAR"}
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:
-    run(con, f"CREATE TEMP TABLE IF NOT EXISTS {DELTAS} (kind VARCHAR, position BIGINT, holder_kind VARCHAR, "
-             "holder VARCHAR, target VARCHAR, tool_key VARCHAR)")
+    run(con, f"CREATE TEMP TABLE IF NOT EXISTS {DELTAS} ({', '.join(f'{n} {t}' for n, t in _NOTES.items())})")
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:
@@ -71,11 +69,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
         return [f"{kind}:{name}" for kind, name in subjects]
     rows = _grant_rows(con, *noted[:2])
     if rows:
-        pairs = {k: [row[k] for row in rows] for k in ("subject_kind", "subject", "tool_key")}
-        with registered(con, "_delta_pairs", pa.table(pairs, schema=_PAIRS)):
-            run(con, "DELETE FROM effective_tools e USING _delta_pairs d WHERE e.subject_kind = d.subject_kind "
-                     "AND e.subject = d.subject AND e.tool_key = d.tool_key")
-        insert_rows(con, "effective_tools", rows)
+        replace(con, [(row["subject_kind"], row["subject"], row["tool_key"]) for row in rows], rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
     render(con, changed)
     return [f"{kind}:{name}" for kind, name in changed]

@@ -17,16 +17,16 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from projections.effective import subjects_registered
-from projections.rows import insert_rows, registered, run, select_rows
+from projections.rows import given_rows, run, select_rows
+from projections.schema import EFFECTIVE_FIELDS
 from projections.sqlfiles import query
 
 Subject = tuple[str, str]                # (kind, name)
 Pair = tuple[str, str, str]              # (kind, name, tool key)
-_FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
-_PAIRS = pa.schema([("subject_kind", pa.string()), ("subject", pa.string()), ("tool_key", pa.string())])
+# The columns of effective_tools, every one a VARCHAR.
+_TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *EFFECTIVE_FIELDS)}
 
 
 def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> list[Subject] | None:
@@ -42,7 +42,9 @@ def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> lis
         return None  # a binding of a connector the read model does not know: the general query decides
     parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
     ways = [(kind, holder, key) for kind, holder, key, is_way in noted if is_way]
-    reached = reach(con, {(kind, holder) for kind, holder, _ in ways}, parents)
+    reached = reach(con, {(kind, holder) for kind, holder, _ in ways if kind == "unit"}, parents)
+    # An agent holder reaches itself; _winners skips an agent that is not current (one statement less).
+    reached.update({(kind, holder): [(kind, holder, 0)] for kind, holder, _ in ways if kind == "agent"})
     pairs = sorted({(kind, name, key) for holder_kind, holder, key in ways
                     for kind, name, _ in reached.get((holder_kind, holder), [])})
     changed = _write(con, pairs, _winners(con, pairs, parents)) if pairs else set()
@@ -60,16 +62,17 @@ def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[st
     agent_names = sorted({name for kind, name, _ in pairs if kind == "agent"})
     agents = {name: (unit, mode, allowlisted, set(image or [])) for name, unit, mode, allowlisted, image in run(
         con, query("way_agents"), {"names": agent_names})} if agent_names else {}
+    pairs = [(kind, name, key) for kind, name, key in pairs if kind == "unit" or name in agents]
     chains = {(kind, name): _chain(kind, name, agents, parents) for kind, name, _ in pairs}
     units = sorted({unit for chain in chains.values() for unit, _ in chain})
     grants: dict[Subject, list[tuple[str, str | None]]] = {}
-    for kind, holder, target, key in run(con, "SELECT subject_kind, subject, target, tool_key FROM grant_history "
-                                              "WHERE valid_to IS NULL AND subject = ANY($names::VARCHAR[])",
-                                         {"names": sorted(set(units) | set(agent_names))}):
-        grants.setdefault((kind, holder), []).append((target, key))
     bindings: dict[str, list[tuple[str, str]]] = {}
-    for unit, slug, namespace in run(con, query("way_bindings"), {"units": units}) if units else []:
-        bindings.setdefault(unit, []).append((slug, namespace))
+    for way, kind, holder, target, key in run(con, query("way_holders"), {"names": sorted(set(units) | set(agent_names)),
+                                                                          "units": units}):
+        if way == "grant":
+            grants.setdefault((kind, holder), []).append((target, key))
+        else:  # a binding: the connector's slug and namespace
+            bindings.setdefault(holder, []).append((target, key))
     winners: dict[Pair, dict[str, Any]] = {}
     for kind, name, key in pairs:
         tool = tools.get(key)
@@ -131,24 +134,29 @@ def _expose(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], agents: 
 
 def _write(con: duckdb.DuckDBPyConnection, pairs: list[Pair], winners: dict[Pair, dict[str, Any]]) -> set[Subject]:
     """Replace the stored rows of the pairs that differ from their winners; the subjects changed."""
-    table = pa.table({"subject_kind": [p[0] for p in pairs], "subject": [p[1] for p in pairs],
-                      "tool_key": [p[2] for p in pairs]}, schema=_PAIRS)
-    with registered(con, "_way_pairs", table):
+    with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
         stored = {(r["subject_kind"], r["subject"], r["tool_key"]): r for r in select_rows(
-            con, "SELECT e.* FROM effective_tools e JOIN _way_pairs p USING (subject_kind, subject, tool_key)")}
+            con, f"SELECT e.* FROM effective_tools e JOIN {pairs_table} p USING (subject_kind, subject, tool_key)",
+            params)}
     differ = [p for p in pairs if stored.get(p) != winners.get(p)]
     if differ:
-        _replace(con, differ, [winners[p] for p in differ if p in winners])
+        replace(con, differ, [winners[p] for p in differ if p in winners])
     return {(kind, name) for kind, name, _ in differ}
 
 
-def _replace(con: duckdb.DuckDBPyConnection, pairs: list[Pair], rows: list[dict[str, Any]]) -> None:
-    table = pa.table({"subject_kind": [p[0] for p in pairs], "subject": [p[1] for p in pairs],
-                      "tool_key": [p[2] for p in pairs]}, schema=_PAIRS)
-    with registered(con, "_way_pairs", table):
-        run(con, "DELETE FROM effective_tools e USING _way_pairs d WHERE e.subject_kind = d.subject_kind "
-                 "AND e.subject = d.subject AND e.tool_key = d.tool_key")
-    insert_rows(con, "effective_tools", rows)
+def replace(con: duckdb.DuckDBPyConnection, pairs: list[Pair], rows: list[dict[str, Any]]) -> None:
+    """The rows of effective_tools of these pairs replaced by `rows` (none: the pairs lose theirs)."""
+    with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
+        run(con, f"DELETE FROM effective_tools e USING {pairs_table} d WHERE e.subject_kind = d.subject_kind "
+                 "AND e.subject = d.subject AND e.tool_key = d.tool_key", params)
+    if rows:
+        columns = {name: [row[name] for row in rows] for name in _TYPES}
+        with given_rows(con, "_way_rows", columns, _TYPES) as (rows_table, params):
+            run(con, f"INSERT INTO effective_tools BY NAME SELECT * FROM {rows_table}", params)
+
+
+def _pair_columns(pairs: list[Pair]) -> dict[str, list[str]]:
+    return {"subject_kind": [p[0] for p in pairs], "subject": [p[1] for p in pairs], "tool_key": [p[2] for p in pairs]}
 
 
 def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
@@ -163,7 +171,7 @@ def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
     _expose(con, rows, agents, tools)
     differ = [(old, new) for old, new in zip(stored, rows) if old != new]
     if differ:
-        _replace(con, [(r["subject_kind"], r["subject"], r["tool_key"]) for r, _ in differ], [r for _, r in differ])
+        replace(con, [(r["subject_kind"], r["subject"], r["tool_key"]) for r, _ in differ], [r for _, r in differ])
     return {("agent", row["subject"]) for row, _ in differ}
 
 
