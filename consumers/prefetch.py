@@ -3,16 +3,21 @@
 DuckDB lets go of the interpreter lock while it runs a batch's SQL, so the next batch's fetch and its
 envelope checks (orjson, SHA-256) then cost no wall time. The polls parsed meanwhile are taken together
 as the next batch; at most about a batch waits, so memory stays bounded. The thread alone touches the
-consumer (kafka-python's is not thread-safe): applied offsets are handed to it and committed before its
-next poll.
+consumer (kafka-python's is not thread-safe): applied offsets are handed to it and committed before a
+later poll.
 """
 from __future__ import annotations
 
 import threading
+import time
 
 from consumers.streaming import Parsed, StreamProjector
 
 _CLOSE_SECONDS = 10.0  # a poll in progress ends within its timeout; past this the thread is left to die
+# The group's offsets are for lag monitoring only (the read model holds the ones that count): a
+# follower's many small batches send them at most this often, not after each (each is a request the
+# polling thread encodes and answers in Python, beside the batches' own work); all on close.
+COMMIT_SECONDS = 1.0
 
 
 class Prefetcher:
@@ -23,6 +28,7 @@ class Prefetcher:
         self._failure: BaseException | None = None
         self._stop = threading.Event()
         self._to_commit: dict[int, int] = {}
+        self._commit_after = 0.0  # time.monotonic() before which the group's offsets wait
         stream.commit_offsets = self._commit_later
         self._thread = threading.Thread(target=self._run, name="kafka-prefetch", daemon=True)
         self._thread.start()
@@ -52,7 +58,8 @@ class Prefetcher:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                self._commit_waiting()
+                if time.monotonic() >= self._commit_after:
+                    self._commit_waiting()
                 messages = self.stream.poll(self.timeout_ms)
                 if messages:
                     self._hand_over(self.stream.parse(messages))
@@ -81,19 +88,20 @@ class Prefetcher:
             offsets, self._to_commit = self._to_commit, {}
         if offsets:
             self.stream.commit(offsets)
+            self._commit_after = time.monotonic() + COMMIT_SECONDS
 
 
 def merged(batches: list[Parsed]) -> Parsed:
     """Consecutive parsed polls as one batch, up to the first bad message (nothing after it counts)."""
     if len(batches) == 1:
         return batches[0]
-    envelopes, offsets, full = [], {}, False
+    envelopes, offsets = [], {}
     for batch in batches:
         envelopes += batch.envelopes
         for partition, offset in batch.offsets.items():
             offsets[partition] = max(offset, offsets.get(partition, 0))
-        full = full or batch.full
         if batch.corrupt is not None:
             break
     envelopes.sort(key=lambda e: e.position)  # in order already for one partition; merged for several
-    return Parsed(envelopes, offsets, batch.corrupt, full)
+    # Behind or not as of its last poll: a burst's last poll, caught up, settles the sets of all of it.
+    return Parsed(envelopes, offsets, batch.corrupt, batch.full)

@@ -15,7 +15,7 @@ import duckdb
 
 from consumers.kafka_io import Consumer
 from consumers.prefetch import Prefetcher
-from consumers.streaming import BATCH_EVENTS, Parsed, StreamProjector
+from consumers.streaming import BATCH_EVENTS, BATCH_SECONDS, Parsed, StreamProjector
 from projections.catchup import gc_paused
 from projections.projector import Projector, Tracking
 
@@ -34,11 +34,12 @@ class KafkaProjection:
     should_stop: Callable[[], bool]
     progress: Callable[[Tracking], None] | None = None
     batch_events: int = BATCH_EVENTS  # the most messages one batch gathers (tests make it small)
+    batch_seconds: float = BATCH_SECONDS  # how long after its first poll a batch stops gathering
 
     def run(self, follow: bool, idle_seconds: float) -> Tracking:
         """Project until stopped (`follow`) or until the topic was quiet for `idle_seconds`. While the
         topic is quiet a follower closes the read model, so readers are never locked out for long."""
-        stream = StreamProjector(self.consumer, self.topic, self.dead_letter, self.batch_events)
+        stream = StreamProjector(self.consumer, self.topic, self.dead_letter, self.batch_events, self.batch_seconds)
         con, prefetch = None, None
         try:
             con = self.open_read_model()

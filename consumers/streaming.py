@@ -18,7 +18,7 @@ from projections.envelope import Envelope
 from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.catchup import PAGE_SIZE
 from projections.projector import Projector, Tracking
-from projections.rows import insert_rows, run
+from projections.rows import given_rows, run
 
 
 class CorruptMessage(IntegrityFailure):
@@ -33,9 +33,13 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
     def save(con: duckdb.DuckDBPyConnection) -> None:
         run(con, "DELETE FROM kafka_offsets WHERE topic = $t AND partition IN (SELECT unnest($p::INTEGER[]))",
             {"t": topic, "p": list(offsets)})
-        insert_rows(con, "kafka_offsets", [{"topic": topic, "partition": p, "next_offset": o}
-                                           for p, o in offsets.items()])
+        columns = {"topic": [topic] * len(offsets), "partition": list(offsets), "next_offset": list(offsets.values())}
+        with given_rows(con, "_offsets", columns, _OFFSETS) as (table, params):
+            run(con, f"INSERT INTO kafka_offsets BY NAME SELECT * FROM {table}", params)
     return save
+
+
+_OFFSETS = {"topic": "VARCHAR", "partition": "INTEGER", "next_offset": "BIGINT"}
 
 
 # A batch gathers the polls already fetched, up to a store catch-up's page: a batch's fixed cost (its
@@ -49,17 +53,21 @@ MORE_WAIT_MS = 10
 # envelopes a megabyte), a follower a handful, whose batch must not wait for more (latency): a first
 # poll below this ends its batch at once.
 GATHER_WHILE = 500
-# ...and stop gathering after this long, so a busy topic still yields a batch now and then.
-GATHER_SECONDS = 1.0
+# ...and stop gathering this long after the first poll (settings.follow_batch_seconds, this default): a
+# burst's first events are applied within about this long plus one batch, not after a whole page was
+# gathered. A topic far behind still gets large batches: what is polled while one is applied waits
+# for the next (consumers/prefetch.py merges it).
+BATCH_SECONDS = 0.02
 
 
 class StreamProjector:
     def __init__(self, consumer: Consumer, topic: str, dead_letters: Callable[[Any, str], None],
-                 batch_events: int = BATCH_EVENTS) -> None:
+                 batch_events: int = BATCH_EVENTS, batch_seconds: float = BATCH_SECONDS) -> None:
         self.consumer, self.topic, self.dead_letters = consumer, topic, dead_letters
-        self.batch_events = batch_events
+        self.batch_events, self.batch_seconds = batch_events, batch_seconds
         self.partitions: list[int] = []
         self._held: list[Any] = []  # fetched beyond the last batch's size
+        self._behind = False  # the last poll's gathering stopped at a bound while polls still came full
         # How applied offsets reach the group: at once, or through the thread that polls (prefetch.py)
         self.commit_offsets: Callable[[dict[int, int]], None] = self.commit
 
@@ -72,21 +80,23 @@ class StreamProjector:
 
     def poll(self, timeout_ms: int = 500) -> list[Any]:
         """The messages of one batch: wait up to `timeout_ms` for the first, then take what the client
-        fetches next without waiting for more, up to `batch_events` (a full batch: more is on its way);
-        what was fetched beyond that starts the next batch."""
+        fetches next while polls come full, until `batch_events` or `batch_seconds` after the first,
+        whichever comes first; what was fetched beyond the size starts the next batch."""
         messages, self._held = self._held or self.consumer.poll(timeout_ms), []
-        until, last = time.monotonic() + GATHER_SECONDS, len(messages)
+        until, last = time.monotonic() + self.batch_seconds, len(messages)
         # A follower's poll brings a handful: its batch goes at once, without a wait for more (latency).
         while last >= GATHER_WHILE and len(messages) < self.batch_events and time.monotonic() < until:
             more = self.consumer.poll(MORE_WAIT_MS)
             messages.extend(more)
             last = len(more)
         self._held = messages[self.batch_events:]  # the next batch's first messages
+        self._behind = last >= GATHER_WHILE or bool(self._held)
         return messages[:self.batch_events]
 
     def is_full(self, messages: list[Any]) -> bool:
-        """Whether a batch was cut at its size, so the topic is behind (its sets can wait: see apply)."""
-        return len(messages) >= self.batch_events
+        """Whether the batch just polled was cut at a bound (its size, or its time while polls still came
+        full), so the topic is behind (its sets can wait: see apply)."""
+        return len(messages) >= self.batch_events or self._behind
 
     def apply(self, projector: Projector, messages: list[Any], settle: bool = True) -> Tracking:
         """Parse and verify (each envelope's own hash), order by position, apply in one transaction with

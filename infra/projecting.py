@@ -99,5 +99,5 @@ def project_kafka(settings: Settings, follow: bool, idle_seconds: float, should_
         dead_letter=dead_letter_to(dead_letters, settings.kafka_dlq_topic),
         publish_changes=changelog_publisher(settings),
         open_read_model=open_model or (lambda: open_waiting(settings, follow, should_stop)),
-        should_stop=should_stop, progress=progress,
+        should_stop=should_stop, progress=progress, batch_seconds=settings.follow_batch_seconds,
     ).run(follow, idle_seconds)

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     kafka_retry_seconds: float = 20.0
     relay_page_size: int = 2000
     follow_poll_seconds: float = 0.2
+    # `project --from kafka`: a batch stops gathering polls this long after its first one, or at its size,
+    # whichever comes first (consumers/streaming.py): a burst's first events are visible within about
+    # this long plus one batch's apply, and a topic far behind still gets large batches.
+    follow_batch_seconds: float = Field(0.02, ge=0)
     # `toolcat serve`: publish snapshot.duckdb after batches, at most this often.
     snapshot_seconds: float = Field(30.0, gt=0)
     actor: str | None = None

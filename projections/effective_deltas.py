@@ -6,47 +6,48 @@ grant added on an agent or a unit changes only the rows of the tools it covers, 
 below its holder, and those rows follow from the rows already there. So:
 
 - while a batch is applied, effective_part.py notes its events in the connection's temporary table
-  `_effective_deltas`: each grant added (`grant_added`), and `general` for any other event that can change
-  a set;
+  `_effective_deltas`: each grant added (`grant_added`) or revoked (`grant_revoked`), connector bound or
+  unbound (`bound`, `unbound`, the slug as target), allowlist set or cleared (`allowlist`), and `general`
+  for any other event that can change a set;
 - `refresh` applies them when they explain every dirty subject (no `general`, and every dirty row's
   position is one of theirs: a batch of another connection, or one left by a crash, is not), and
-  answers None otherwise, for the general query.
+  answers None otherwise, for the general query. Grants added alone take the way below; any other mix
+  re-ranks the pairs it touches (effective_ways.py), which also handles a way removed.
 """
 from __future__ import annotations
 
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from projections.effective import subjects_registered
-from projections.rows import insert_rows, registered, run
+from projections.effective_ways import admitted, exposure, reach, render, replace, rerank
+from projections.rows import given_rows, run
 from projections.sqlfiles import query
 
 DELTAS = "_effective_deltas"
 
 
-def note(con: duckdb.DuckDBPyConnection, grants_added: list[dict[str, object]], general: bool) -> None:
-    """Record a batch's events for the next refresh (in the batch's transaction: a rollback forgets them)."""
-    if not grants_added and not general:
+def note(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]], general: bool) -> None:
+    """Record a batch's events for the next refresh (in the batch's transaction: a rollback forgets them):
+    `notes` as rows of the table (kind, position, holder_kind, holder, target, tool_key)."""
+    if not notes and not general:
         return
     _create(con)
-    rows = [{"kind": "general"}] if general else [{"kind": "grant_added", **g} for g in grants_added]
+    rows = [{"kind": "general"}] if general else notes
+    columns = {name: [row.get(name) for row in rows] for name in _NOTES}
     # Nothing once a `general` is noted: the general query refreshes these sets anyway (a long catch-up
     # keeps no grants here); checked in the insert: each statement is ≈ 0.4 ms of a small pass.
-    with registered(con, "_delta_notes", pa.Table.from_pylist(rows, schema=_NOTES)):
-        run(con, f"INSERT INTO {DELTAS} SELECT * FROM _delta_notes WHERE NOT EXISTS "
-                 f"(SELECT 1 FROM {DELTAS} WHERE kind = 'general')")
+    with given_rows(con, "_delta_notes", columns, _NOTES) as (notes_table, params):
+        run(con, f"INSERT INTO {DELTAS} SELECT * FROM {notes_table} WHERE NOT EXISTS "
+                 f"(SELECT 1 FROM {DELTAS} WHERE kind = 'general')", params)
 
 
-_PAIRS = pa.schema([("subject_kind", pa.string()), ("subject", pa.string()), ("tool_key", pa.string())])
-_NOTES = pa.schema([("kind", pa.string()), ("position", pa.int64()), ("holder_kind", pa.string()),
-                    ("holder", pa.string()), ("target", pa.string()), ("tool_key", pa.string())])
+_NOTES = {"kind": "VARCHAR", "position": "BIGINT", "holder_kind": "VARCHAR", "holder": "VARCHAR",
+          "target": "VARCHAR", "tool_key": "VARCHAR"}
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:
-    run(con, f"CREATE TEMP TABLE IF NOT EXISTS {DELTAS} (kind VARCHAR, position BIGINT, holder_kind VARCHAR, "
-             "holder VARCHAR, target VARCHAR, tool_key VARCHAR)")
+    run(con, f"CREATE TEMP TABLE IF NOT EXISTS {DELTAS} ({', '.join(f'{n} {t}' for n, t in _NOTES.items())})")
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:
@@ -60,30 +61,35 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     noted = _noted(con)
     if noted is None:
         return None
-    rows = _grant_rows(con, *noted)
+    if noted[2]:  # a way removed, a binding or an allowlist: the pairs are ranked again
+        subjects = rerank(con, noted[3])
+        if subjects is None:
+            return None
+        render(con, subjects)
+        return [f"{kind}:{name}" for kind, name in subjects]
+    rows = _grant_rows(con, *noted[:2])
     if rows:
-        pairs = {k: [row[k] for row in rows] for k in ("subject_kind", "subject", "tool_key")}
-        with registered(con, "_delta_pairs", pa.table(pairs, schema=_PAIRS)):
-            run(con, "DELETE FROM effective_tools e USING _delta_pairs d WHERE e.subject_kind = d.subject_kind "
-                     "AND e.subject = d.subject AND e.tool_key = d.tool_key")
-        insert_rows(con, "effective_tools", rows)
+        replace(con, [(row["subject_kind"], row["subject"], row["tool_key"]) for row in rows], rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
-    _render(con, changed)
+    render(con, changed)
     return [f"{kind}:{name}" for kind, name in changed]
 
 
-def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool] | None:
-    """The noted grants' tool keys and whether one is a namespace pattern, when the notes explain every
+def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool, list[list[str | None]]] | None:
+    """The noted grants' tool keys, whether one is a namespace pattern, whether anything besides grants
+    added was noted, and the notes (kind, holder kind, holder, target, tool key), when they explain every
     dirty subject, else None (one statement: each is ≈ 0.4 ms of a follower's small pass)."""
     _create(con)
-    unexplained, keys, patterns = run(con, f"""
+    unexplained, keys, patterns, others, notes = run(con, f"""
         SELECT count(*) FILTER (WHERE kind = 'general')
              + (SELECT count(*) FROM effective_dirty d
                 WHERE NOT EXISTS (SELECT 1 FROM {DELTAS} n WHERE n.position = d.position)),
                list(DISTINCT tool_key) FILTER (WHERE kind = 'grant_added' AND tool_key IS NOT NULL),
-               count(*) FILTER (WHERE kind = 'grant_added' AND tool_key IS NULL) > 0
+               count(*) FILTER (WHERE kind = 'grant_added' AND tool_key IS NULL) > 0,
+               count(*) FILTER (WHERE kind <> 'grant_added') > 0,
+               list([kind, holder_kind, holder, target, tool_key])
         FROM {DELTAS}""")[0]
-    return None if unexplained else (keys or [], patterns)
+    return None if unexplained else (keys or [], patterns, others, notes or [])
 
 
 def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool) -> list[dict[str, Any]]:
@@ -98,15 +104,15 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool)
     if not covered:
         return []
     parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
-    reach = _reach(con, {(kind, holder) for kind, holder, *_ in covered}, parents)
+    reach_of = reach(con, {(kind, holder) for kind, holder, *_ in covered}, parents)
     offers: dict[tuple[str, str, str], tuple[int, str, str]] = {}  # (kind, name, key) → (depth, holder kind, holder)
     for holder_kind, holder, key, *_ in covered:
-        for kind, name, depth in reach.get((holder_kind, holder), []):
+        for kind, name, depth in reach_of.get((holder_kind, holder), []):
             best = offers.get((kind, name, key))
             if best is None or depth < best[0]:
                 offers[(kind, name, key)] = (depth, holder_kind, holder)
     tools = {key: fields for _, _, key, *fields in covered}
-    stored = {(kind, name, key): (provenance, inherited, exposure) for kind, name, key, provenance, inherited, exposure
+    stored = {(kind, name, key): (provenance, inherited, exposed) for kind, name, key, provenance, inherited, exposed
               in run(con, "SELECT subject_kind, subject, tool_key, provenance, inherited_from, exposure FROM "
                           "effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
                      {"keys": sorted(tools), "names": sorted({name for _, name, _ in offers})})}
@@ -122,57 +128,15 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool)
         if has is not None and has[0] == "explicit" and not _farther(has[1], holder_kind, holder, parents):
             continue  # the explicit grant already there is as close or closer
         tool_id, namespace, description, schema_valid, requires_state = tools[key]
-        exposure = has[2] if has is not None else _exposure(kind, agents.get(name), schema_valid, requires_state)
-        if exposure == "":
+        shown = has[2] if has is not None else exposure(kind, agents.get(name), schema_valid, requires_state)
+        if shown == "":
             undecided.append(len(rows))
         rows.append({"subject_kind": kind, "subject": name, "tool_key": key, "tool_id": tool_id,
                      "namespace": namespace, "description": description, "provenance": "explicit",
-                     "inherited_from": holder if depth > 0 else None, "exposure": exposure})
+                     "inherited_from": holder if depth > 0 else None, "exposure": shown})
     if undecided:
-        _admitted(con, [rows[i] for i in undecided])
+        admitted(con, [rows[i] for i in undecided])
     return rows
-
-
-def _admitted(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
-    """The exposure of new rows of agents with an allowlist: enabled where it admits the tool."""
-    admits = set(run(con, query("allowlist_admits"), {"agents": sorted({r["subject"] for r in rows}),
-                                                       "keys": sorted({r["tool_key"] for r in rows})}))
-    for row in rows:
-        admitted = (row["subject"], row["tool_key"]) in admits
-        row["exposure"] = "enabled" if admitted else "disabled_by_agent_allowlist"
-
-
-def _reach(con: duckdb.DuckDBPyConnection, holders: set[tuple[str, str]], parents: dict[str, str | None]
-           ) -> dict[tuple[str, str], list[tuple[str, str, int]]]:
-    """Per holder, the subjects (kind, name, the holder's depth in their chain) at or below it: a unit
-    holder reaches itself and every unit below it (depth: their distance) and their agents (one more); an
-    agent only itself (depth 0)."""
-    children: dict[str, list[str]] = {}
-    for unit, parent in parents.items():
-        if parent is not None:
-            children.setdefault(parent, []).append(unit)
-    units_reached: dict[str, list[tuple[str, int]]] = {}
-    for kind, holder in holders:
-        if kind == "unit" and holder in parents:
-            found, level, depth = [], [holder], 0
-            while level:
-                found += [(unit, depth) for unit in level]
-                level, depth = [c for unit in level for c in children.get(unit, [])], depth + 1
-            units_reached[holder] = found
-    depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
-    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND unit IN "
-                       "(SELECT unnest($units::VARCHAR[]))", {"units": sorted({u for _, u in depth_of})}
-                  ) if depth_of else []
-    reach: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
-    for holder, found in units_reached.items():
-        reach[("unit", holder)] = [("unit", unit, depth) for unit, depth in found]
-        reach[("unit", holder)] += [("agent", agent, depth_of[(holder, unit)] + 1) for agent, unit in members
-                                    if (holder, unit) in depth_of]
-    named = sorted(holder for kind, holder in holders if kind == "agent")
-    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND name IN "
-                                           "(SELECT unnest($names::VARCHAR[]))", {"names": named})} if named else set()
-    reach.update({("agent", name): [("agent", name, 0)] for name in agents})
-    return reach
 
 
 def _farther(inherited_from: str | None, holder_kind: str, holder: str, parents: dict[str, str | None]) -> bool:
@@ -188,23 +152,3 @@ def _farther(inherited_from: str | None, holder_kind: str, holder: str, parents:
             return True
         unit = parents.get(unit)
     return False
-
-
-def _exposure(kind: str, agent: tuple[str, bool] | None, schema_valid: bool, requires_state: bool) -> str | None:
-    """A new row's exposure as effective_set.sql decides it; "" where the agent's allowlist decides."""
-    if kind == "unit":
-        return None
-    if not schema_valid:
-        return "disabled_invalid_schema"
-    mode, allowlisted = agent or ("stateful", False)
-    if requires_state and mode == "stateless":
-        return "disabled_by_state_mode"
-    return "" if allowlisted else "enabled"
-
-
-def _render(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> None:
-    """Write these subjects' documents again from their rows."""
-    if subjects:
-        with subjects_registered(con, subjects):
-            run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
-            run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))

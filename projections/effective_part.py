@@ -14,13 +14,30 @@ from projections.rows import run
 from projections.sqlfiles import query
 
 Positions = dict[str, int]
-# The events besides Unit.* and Agent.* that touch sets (below) other than a grant added.
+# The events besides Unit.* and Agent.* that touch sets (below) and have no delta of their own.
 _GENERAL = frozenset({"Policy.Recorded", "Tool.Registered", "Tool.Renamed", "Tool.SchemaUpdated", "Tool.AliasAdded",
-                      "Tool.AliasDeprecated", "Tool.AliasRetired", "Grants.Revoked"})
+                      "Tool.AliasDeprecated", "Tool.AliasRetired"})
+# The events effective_deltas.py follows, by the kind it notes them as.
+_NOTED = {"Grants.Added": "grant_added", "Grants.Revoked": "grant_revoked", "Unit.ConnectorBound": "bound",
+          "Unit.ConnectorUnbound": "unbound", "Agent.AllowlistSet": "allowlist", "Agent.AllowlistCleared": "allowlist"}
 
 
 def _touch(found: Positions, key: str, position: int) -> None:
     found[key] = max(found.get(key, 0), position)
+
+
+def _note(kind: str, e: Envelope) -> dict[str, object]:
+    """A row of effective_deltas.py's notes: the event's holder (a grant's subject, a binding's unit, an
+    allowlist's agent) and what it names."""
+    data = e.data
+    if kind.startswith("grant"):
+        holder_kind, _, holder = data["subject"].partition(":")
+        return {"kind": kind, "position": e.position, "holder_kind": holder_kind, "holder": holder,
+                "target": data["target"], "tool_key": data["tool_key"]}
+    if kind == "allowlist":
+        return {"kind": kind, "position": e.position, "holder_kind": "agent", "holder": data["agent"]}
+    return {"kind": kind, "position": e.position, "holder_kind": "unit", "holder": data["unit"],
+            "target": data["slug"]}
 
 
 class EffectivePart:
@@ -38,7 +55,7 @@ class EffectivePart:
         self.new_tools: Positions = {}         # canonical IDs registered or renamed to in this batch
         self.moved_tools: Positions = {}       # tool keys whose canonical ID or input schema changed
         self.aliases_changed = 0               # allowlists resolve through aliases
-        self.grants_added: list[dict[str, object]] = []  # for effective_deltas.py
+        self.notes: list[dict[str, object]] = []  # for effective_deltas.py
         self.general = False                   # an event only the general refresh follows
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
@@ -47,10 +64,9 @@ class EffectivePart:
 
     def _read(self, e: Envelope) -> None:
         data, at = e.data, e.position
-        if e.type == "Grants.Added":
-            kind, _, name = data["subject"].partition(":")
-            self.grants_added.append({"position": at, "holder_kind": kind, "holder": name,
-                                      "target": data["target"], "tool_key": data["tool_key"]})
+        noted = _NOTED.get(e.type)
+        if noted is not None and not self.general:
+            self.notes.append(_note(noted, e))
         else:
             self.general = self.general or e.type in _GENERAL or e.type.startswith(("Unit.", "Agent."))
         if e.type == "Policy.Recorded":
@@ -75,7 +91,7 @@ class EffectivePart:
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         self._reach_of_tool_changes(con)
-        note(con, self.grants_added, self.general)
+        note(con, self.notes, self.general)
         record_dirty(con, self.touched(con))
         self.discard()
 

@@ -8,27 +8,27 @@ crash in between leaves the marker behind the tracking row: readers see it and t
 from __future__ import annotations
 
 import duckdb
-import pyarrow as pa
 
 from projections import effective_deltas as deltas
 from projections.effective import subjects_at
 from projections.materialize import rebuild_all, refresh
-from projections.rows import insert_rows, registered, run, scalar
+from projections.rows import given_rows, run, scalar
 
 # Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
 FULL_REBUILD_SHARE = 0.5
 # At most this many dirty subjects are refreshed one by one whatever their share (both ways write the same
 # sets; this saves a follower's small pass the statement that counts every subject).
 SMALL = 20
+_DIRTY = {"subject_kind": "VARCHAR", "subject": "VARCHAR", "position": "BIGINT"}
 
 
 def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], int]) -> None:
     """Add (kind, name) → position of the last event touching it to the dirty subjects."""
     if touched:
-        table = pa.table({"subject_kind": [k for k, _ in touched], "subject": [n for _, n in touched],
-                          "position": list(touched.values())})
-        with registered(con, "_dirty", table):
-            run(con, "INSERT INTO effective_dirty BY NAME SELECT * FROM _dirty")
+        columns = {"subject_kind": [k for k, _ in touched], "subject": [n for _, n in touched],
+                   "position": list(touched.values())}
+        with given_rows(con, "_dirty", columns, _DIRTY) as (table, params):
+            run(con, f"INSERT INTO effective_dirty BY NAME SELECT * FROM {table}", params)
 
 
 def valid_through(con: duckdb.DuckDBPyConnection) -> int:
@@ -71,4 +71,6 @@ def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:
     if changed:
         run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
             {"s": sorted(changed)})
-        insert_rows(con, "changelog_outbox", [{"subject": s, "position": at} for s, at in changed.items()])
+        columns = {"subject": list(changed), "position": list(changed.values())}
+        with given_rows(con, "_changed", columns, {"subject": "VARCHAR", "position": "BIGINT"}) as (table, params):
+            run(con, f"INSERT INTO changelog_outbox BY NAME SELECT * FROM {table}", params)

@@ -46,6 +46,24 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> It
             pass
 
 
+# Up to this many rows go to a statement as list parameters (below), more through Arrow.
+FEW_ROWS = 64
+
+
+@contextmanager
+def given_rows(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, list[Any]],
+               types: dict[str, str]) -> Iterator[tuple[str, dict[str, list[Any]]]]:
+    """Rows given column by column (name → values, of the DuckDB `types`) as a FROM item and the
+    parameters it takes: a few as the subquery `(SELECT unnest($name::TYPE[]) AS name, …)` over list
+    parameters, many as an Arrow table registered under `name`. For a follower's few rows registering
+    costs about 1 ms of CPU more per statement than the statement itself, a third of a small pass."""
+    if len(next(iter(columns.values()))) > FEW_ROWS:
+        with registered(con, name, pa.table(columns)):
+            yield name, {}
+    else:
+        yield "(SELECT " + ", ".join(f"unnest(${n}::{types[n]}[]) AS {n}" for n in columns) + ")", columns
+
+
 def select_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
     return con.sql(sql, params=params or None).to_arrow_table().to_pylist()
 

@@ -100,3 +100,37 @@ def test_batches_fetched_past_a_bad_message_are_never_applied(kafka_settings: Se
     assert_each_position_once(facts, valid)
     # and the read model's offsets resume at the bad message, not past what was fetched ahead
     assert facts["offsets"] == {(kafka_settings.kafka_events_topic, 0): valid}
+
+
+@on_both_kafka_clients
+def test_a_followers_burst_is_applied_in_batches_bounded_by_time_and_size(kafka_settings: Settings,
+                                                                          tmp_path: Path) -> None:
+    # Given the whole story arriving at once on the topic
+    run_in_process(kafka_settings.home, SCRIPT)
+    head = store_head(kafka_settings)
+    relay_all(kafka_settings, tmp_path / "relay-state.json")
+    _, store_print = store_fingerprint(kafka_settings, tmp_path / "store.duckdb")
+
+    # When a follower projects it with batches that stop gathering at once (no time) or at 25 events
+    other = tmp_path / "follower"
+    other.mkdir()
+    applied: list[int] = []
+    KafkaProjection(
+        consumer=kafka_clients.consumer(kafka_settings, kafka_settings.kafka_group_id),
+        topic=kafka_settings.kafka_events_topic, dead_letter=lambda message, reason: None,
+        publish_changes=lambda con: 0, open_read_model=lambda: open_read_model(kafka_settings, other / "catalog.duckdb"),
+        should_stop=lambda: bool(applied) and applied[-1] >= head,
+        progress=lambda tracking: applied.append(tracking.position),
+        batch_events=25, batch_seconds=0.0).run(follow=True, idle_seconds=0)
+
+    # Then the burst was split into batches, in order, and each event was applied once, nothing lost
+    assert len(applied) >= head // 25 and applied == sorted(set(applied)) and applied[-1] == head
+    facts = read_model_facts(other)
+    assert_each_position_once(facts, head)
+    # and the read model is the store-fed one, its sets valid through the head
+    assert facts["fingerprint"] == store_print
+    con = open_read_model(kafka_settings, other / "catalog.duckdb")
+    try:
+        assert is_settled(con, head)
+    finally:
+        con.close()

@@ -24,7 +24,7 @@ META = Meta(actor="tester")
 PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-such-key", "ids": ["arxiv.search"],
                               "units": ["org"], "positions": [1], "key": "no-such-key", "id": "arxiv.search",
                               "alias": "arxiv.find", "kind": "agent", "name": "ada", "kept": [],
-                              "keys": ["no-such-key"], "agents": ["ada"],
+                              "keys": ["no-such-key"], "agents": ["ada"], "names": ["ada"],
                               # positions of no event: the changes queries answer timestamps, which
                               # fetchall cannot build here (no pytz); test_sql_history runs them on events
                               "first": 1, "last": 0}
@@ -54,8 +54,8 @@ def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
     names = [name.removesuffix(".sql") for name, _ in sql_files("sql")]
     assert "effective_set" in names and "materialized_differences" in names
     # the follower's deltas read the grants a batch noted
-    effective_deltas.note(con, [{"position": 1, "holder_kind": "unit", "holder": "org", "target": "arxiv.*",
-                                 "tool_key": None}], general=False)
+    effective_deltas.note(con, [{"kind": "grant_added", "position": 1, "holder_kind": "unit", "holder": "org",
+                                 "target": "arxiv.*", "tool_key": None}], general=False)
     for name in names:
         if name in ("effective_set", "effective_at"):
             continue  # CTEs only, or an expression: run through the files that include it

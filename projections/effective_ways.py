@@ -1,0 +1,237 @@
+"""The follower's refresh for a way removed or added (a grant revoked, a connector bound or unbound, grants
+mixed with these) and for an allowlist set or cleared: effective_deltas.py's second delta, beside the one
+for grants added alone.
+
+When a way is removed the tool may remain by another: for each (subject, tool) pair the noted events can
+touch, every way that grants it now is gathered with a few small statements and ranked as
+effective_set.sql ranks them (`rank, depth, provenance`: explicit grants, then connector bindings, the
+platform namespaces and the agent's image; the closest holder first). The winner is the row, the stored
+one is replaced where they differ, and the pair loses its row when no way is left. Ranking from the state
+after the batch, not event by event, makes a batch of mixed kinds right in any order.
+
+An allowlist changes only the exposure of its agent's rows; they are worked out again after the pairs.
+Also here: the helpers both deltas share (who a holder reaches, a new row's exposure, the documents).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from projections.effective import subjects_registered
+from projections.rows import given_rows, run, select_rows
+from projections.schema import EFFECTIVE_FIELDS
+from projections.sqlfiles import query
+
+Subject = tuple[str, str]                # (kind, name)
+Pair = tuple[str, str, str]              # (kind, name, tool key)
+# The columns of effective_tools, every one a VARCHAR.
+_TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *EFFECTIVE_FIELDS)}
+
+
+def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> list[Subject] | None:
+    """Refresh the pairs the ways noted in `_effective_deltas` can touch, then the exposures of the agents
+    whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown.
+    `notes`: that table's rows (kind, holder kind, holder, target, tool key)."""
+    if all(kind == "allowlist" or kind.startswith("grant") and key is not None for kind, *_, key in notes):
+        # grants of one tool each (the frequent kind): their pairs are known without a query
+        noted = [(holder_kind, holder, key or "", kind != "allowlist") for kind, holder_kind, holder, _, key in notes]
+    else:
+        noted = run(con, query("way_coverage"))
+    if any(tool_key is None for *_, tool_key, _ in noted):
+        return None  # a binding of a connector the read model does not know: the general query decides
+    parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
+    ways = [(kind, holder, key) for kind, holder, key, is_way in noted if is_way]
+    reached = reach(con, {(kind, holder) for kind, holder, _ in ways if kind == "unit"}, parents)
+    # An agent holder reaches itself; _winners skips an agent that is not current (one statement less).
+    reached.update({(kind, holder): [(kind, holder, 0)] for kind, holder, _ in ways if kind == "agent"})
+    pairs = sorted({(kind, name, key) for holder_kind, holder, key in ways
+                    for kind, name, _ in reached.get((holder_kind, holder), [])})
+    changed = _write(con, pairs, _winners(con, pairs, parents)) if pairs else set()
+    allowlists = sorted({holder for _, holder, _, is_way in noted if not is_way})
+    if allowlists:
+        changed |= _reexpose(con, allowlists)
+    return sorted(changed)
+
+
+def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[str, str | None]
+             ) -> dict[Pair, dict[str, Any]]:
+    """Each pair's row as effective_set.sql writes it now (no entry: no way grants the tool)."""
+    keys = sorted({key for _, _, key in pairs})
+    tools = {row[0]: row[1:] for row in run(con, query("way_tools"), {"keys": keys})}
+    agent_names = sorted({name for kind, name, _ in pairs if kind == "agent"})
+    agents = {name: (unit, mode, allowlisted, set(image or [])) for name, unit, mode, allowlisted, image in run(
+        con, query("way_agents"), {"names": agent_names})} if agent_names else {}
+    pairs = [(kind, name, key) for kind, name, key in pairs if kind == "unit" or name in agents]
+    chains = {(kind, name): _chain(kind, name, agents, parents) for kind, name, _ in pairs}
+    units = sorted({unit for chain in chains.values() for unit, _ in chain})
+    grants: dict[Subject, list[tuple[str, str | None]]] = {}
+    bindings: dict[str, list[tuple[str, str]]] = {}
+    for way, kind, holder, target, key in run(con, query("way_holders"), {"names": sorted(set(units) | set(agent_names)),
+                                                                          "units": units}):
+        if way == "grant":
+            grants.setdefault((kind, holder), []).append((target, key))
+        else:  # a binding: the connector's slug and namespace
+            bindings.setdefault(holder, []).append((target, key))
+    winners: dict[Pair, dict[str, Any]] = {}
+    for kind, name, key in pairs:
+        tool = tools.get(key)
+        if tool is None:
+            continue  # not a current tool, or a runtime-only helper (never model-facing)
+        tool_id, namespace, _, _, _, platform = tool
+        ways: list[tuple[int, int, str, str | None]] = []  # (rank, depth, provenance, inherited_from)
+        if kind == "agent" and any(_covers(t, k, key, tool_id, namespace) for t, k in grants.get((kind, name), [])):
+            ways.append((1, 0, "explicit", None))
+        for unit, depth in chains[(kind, name)]:
+            inherited = unit if depth > 0 else None
+            if any(_covers(t, k, key, tool_id, namespace) for t, k in grants.get(("unit", unit), [])):
+                ways.append((1, depth, "explicit", inherited))
+            ways += [(2, depth, f"connector:{slug}", inherited) for slug, prefix in bindings.get(unit, [])
+                     if namespace == prefix.split(".")[0] and tool_id.startswith(prefix + ".")]
+        if platform:
+            ways.append((3, 0, "platform", None))
+        if kind == "agent" and key in agents[name][3]:
+            ways.append((4, 0, "image", None))
+        if ways:
+            _, _, provenance, inherited = min(ways)
+            winners[(kind, name, key)] = {"subject_kind": kind, "subject": name, "tool_key": key,
+                                          "tool_id": tool_id, "namespace": namespace, "description": tool[2],
+                                          "provenance": provenance, "inherited_from": inherited}
+    _expose(con, [row for row in winners.values()], agents, tools)
+    return winners
+
+
+def _chain(kind: str, name: str, agents: dict[str, tuple], parents: dict[str, str | None]) -> list[tuple[str, int]]:
+    """The subject's own unit (a unit: itself, depth 0; an agent: its unit, depth 1) and every ancestor."""
+    unit, depth = (name, 0) if kind == "unit" else (agents[name][0], 1)
+    chain = [(unit, depth)]
+    while (unit := parents.get(unit)) is not None:
+        depth += 1
+        chain.append((unit, depth))
+    return chain
+
+
+def _covers(target: str, grant_key: str | None, key: str, tool_id: str, namespace: str) -> bool:
+    """Whether a grant covers the tool: by its key, or a namespace pattern by the canonical ID's prefix."""
+    if grant_key is not None:
+        return grant_key == key
+    return namespace == target.split(".")[0] and tool_id.startswith(target.rstrip("*"))
+
+
+def _expose(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], agents: dict[str, tuple],
+            tools: dict[str, tuple]) -> None:
+    """Each row's exposure as effective_set.sql decides it, from the agent and the tool."""
+    undecided = []
+    for row in rows:
+        _, _, _, schema_valid, requires_state, _ = tools[row["tool_key"]]
+        agent = agents.get(row["subject"])
+        row["exposure"] = exposure(row["subject_kind"], agent[1:3] if agent else None, schema_valid, requires_state)
+        if row["exposure"] == "":
+            undecided.append(row)
+    if undecided:
+        admitted(con, undecided)
+
+
+def _write(con: duckdb.DuckDBPyConnection, pairs: list[Pair], winners: dict[Pair, dict[str, Any]]) -> set[Subject]:
+    """Replace the stored rows of the pairs that differ from their winners; the subjects changed."""
+    with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
+        stored = {(r["subject_kind"], r["subject"], r["tool_key"]): r for r in select_rows(
+            con, f"SELECT e.* FROM effective_tools e JOIN {pairs_table} p USING (subject_kind, subject, tool_key)",
+            params)}
+    differ = [p for p in pairs if stored.get(p) != winners.get(p)]
+    if differ:
+        replace(con, differ, [winners[p] for p in differ if p in winners])
+    return {(kind, name) for kind, name, _ in differ}
+
+
+def replace(con: duckdb.DuckDBPyConnection, pairs: list[Pair], rows: list[dict[str, Any]]) -> None:
+    """The rows of effective_tools of these pairs replaced by `rows` (none: the pairs lose theirs)."""
+    with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
+        run(con, f"DELETE FROM effective_tools e USING {pairs_table} d WHERE e.subject_kind = d.subject_kind "
+                 "AND e.subject = d.subject AND e.tool_key = d.tool_key", params)
+    if rows:
+        columns = {name: [row[name] for row in rows] for name in _TYPES}
+        with given_rows(con, "_way_rows", columns, _TYPES) as (rows_table, params):
+            run(con, f"INSERT INTO effective_tools BY NAME SELECT * FROM {rows_table}", params)
+
+
+def _pair_columns(pairs: list[Pair]) -> dict[str, list[str]]:
+    return {"subject_kind": [p[0] for p in pairs], "subject": [p[1] for p in pairs], "tool_key": [p[2] for p in pairs]}
+
+
+def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
+    """The exposures of these agents' rows worked out again (their allowlist changed); the agents changed."""
+    stored = select_rows(con, "SELECT * FROM effective_tools WHERE subject_kind = 'agent' "
+                              "AND subject = ANY($names::VARCHAR[])", {"names": names})
+    keys = sorted({row["tool_key"] for row in stored})
+    tools = {row[0]: row[1:] for row in run(con, query("way_tools"), {"keys": keys})} if keys else {}
+    agents = {name: (unit, mode, allowlisted, None) for name, unit, mode, allowlisted, _ in run(
+        con, query("way_agents"), {"names": names})}
+    rows = [dict(row) for row in stored]
+    _expose(con, rows, agents, tools)
+    differ = [(old, new) for old, new in zip(stored, rows) if old != new]
+    if differ:
+        replace(con, [(r["subject_kind"], r["subject"], r["tool_key"]) for r, _ in differ], [r for _, r in differ])
+    return {("agent", row["subject"]) for row, _ in differ}
+
+
+def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[str, str | None]
+          ) -> dict[Subject, list[tuple[str, str, int]]]:
+    """Per holder, the subjects (kind, name, the holder's depth in their chain) at or below it: a unit
+    holder reaches itself and every unit below it (depth: their distance) and their agents (one more); an
+    agent only itself (depth 0)."""
+    children: dict[str, list[str]] = {}
+    for unit, parent in parents.items():
+        if parent is not None:
+            children.setdefault(parent, []).append(unit)
+    units_reached: dict[str, list[tuple[str, int]]] = {}
+    for kind, holder in holders:
+        if kind == "unit" and holder in parents:
+            found, level, depth = [], [holder], 0
+            while level:
+                found += [(unit, depth) for unit in level]
+                level, depth = [c for unit in level for c in children.get(unit, [])], depth + 1
+            units_reached[holder] = found
+    depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
+    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND unit IN "
+                       "(SELECT unnest($units::VARCHAR[]))", {"units": sorted({u for _, u in depth_of})}
+                  ) if depth_of else []
+    reached: dict[Subject, list[tuple[str, str, int]]] = {}
+    for holder, found in units_reached.items():
+        reached[("unit", holder)] = [("unit", unit, depth) for unit, depth in found]
+        reached[("unit", holder)] += [("agent", agent, depth_of[(holder, unit)] + 1) for agent, unit in members
+                                      if (holder, unit) in depth_of]
+    named = sorted(holder for kind, holder in holders if kind == "agent")
+    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND name IN "
+                                           "(SELECT unnest($names::VARCHAR[]))", {"names": named})} if named else set()
+    reached.update({("agent", name): [("agent", name, 0)] for name in agents})
+    return reached
+
+
+def exposure(kind: str, agent: tuple[str, bool] | None, schema_valid: bool, requires_state: bool) -> str | None:
+    """A row's exposure as effective_set.sql decides it; "" where the agent's allowlist decides.
+    `agent`: its (state mode, whether it has an allowlist)."""
+    if kind == "unit":
+        return None
+    if not schema_valid:
+        return "disabled_invalid_schema"
+    mode, allowlisted = agent or ("stateful", False)
+    if requires_state and mode == "stateless":
+        return "disabled_by_state_mode"
+    return "" if allowlisted else "enabled"
+
+
+def admitted(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    """The exposure of rows of agents with an allowlist: enabled where it admits the tool."""
+    admits = set(run(con, query("allowlist_admits"), {"agents": sorted({r["subject"] for r in rows}),
+                                                       "keys": sorted({r["tool_key"] for r in rows})}))
+    for row in rows:
+        row["exposure"] = "enabled" if (row["subject"], row["tool_key"]) in admits else "disabled_by_agent_allowlist"
+
+
+def render(con: duckdb.DuckDBPyConnection, subjects: list[Subject]) -> None:
+    """Write these subjects' documents again from their rows."""
+    if subjects:
+        with subjects_registered(con, subjects):
+            run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
+            run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
