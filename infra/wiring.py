@@ -11,6 +11,7 @@ import duckdb
 from domain.catalog import Catalog
 from domain.errors import Unavailable, UsageError
 from infra.settings import Settings, scrub, url_passwords
+from projections.connection import connect
 from projections.migrate import migrate
 
 
@@ -98,8 +99,8 @@ def open_read_model(settings: Settings, path: Path | None = None, read_only: boo
     delay = 0.02
     while True:
         try:
-            con = duckdb.connect(str(target), read_only=read_only,
-                                 config={"memory_limit": settings.duckdb_memory_limit} | (config or {}))
+            con = connect(str(target), read_only=read_only,
+                          config={"memory_limit": settings.duckdb_memory_limit} | (config or {}))
             break
         except duckdb.IOException as error:
             if not _is_lock_conflict(error) or time.monotonic() > deadline:

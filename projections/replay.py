@@ -10,6 +10,7 @@ import duckdb
 
 from domain.catalog import Catalog
 from projections.catchup import PAGE_SIZE, catch_up
+from projections.connection import connect
 from projections.fingerprint import fingerprint
 from projections.migrate import migrate
 from projections.projector import Projector, Tracking, read_tracking
@@ -25,8 +26,8 @@ def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None 
         # disk beyond `memory_limit` (the setting duckdb_memory_limit) instead of growing towards its
         # default of 80 % of the machine's memory, and not preserving insertion order lets its
         # aggregations and inserts spill too.
-        scratch = duckdb.connect(str(Path(scratch_dir) / "replay.duckdb"),
-                                 config={"memory_limit": memory_limit, "preserve_insertion_order": False})
+        scratch = connect(str(Path(scratch_dir) / "replay.duckdb"),
+                          config={"memory_limit": memory_limit, "preserve_insertion_order": False})
         try:
             migrate(scratch)
             reached = catch_up(catalog, Projector(scratch), page_size=page_size, until=target,

@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 from domain.history import HistoryRecord
+from projections.connection import connect
 from projections.envelope import chain_all
 from projections.effective import effective_rows, subjects_at
 from projections.migrate import migrate
@@ -37,7 +38,7 @@ def copy_relations(live: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConn
 
 
 def scratch_copy(live: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    scratch = duckdb.connect(":memory:")
+    scratch = connect()
     migrate(scratch)
     copy_relations(live, scratch, skip=_NOT_COPIED)
     return scratch

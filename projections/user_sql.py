@@ -28,6 +28,7 @@ import duckdb
 import pyarrow as pa
 
 from domain.errors import SqlError, SqlRefused, SqlTimeout
+from projections.connection import connect
 from projections.sql_encode import limit_metadata
 
 # Every connection that runs user SQL; see sandbox_config.
@@ -85,7 +86,7 @@ def _parse(call: Any) -> Any:
     global _parser
     with _parser_lock:
         if _parser is None:
-            _parser = duckdb.connect(":memory:", config=sandbox_config(threads=1))
+            _parser = connect(config=sandbox_config(threads=1))
             # Closed before the interpreter tears DuckDB's bindings down (which reports live objects).
             atexit.register(_parser.close)
         return call(_parser)

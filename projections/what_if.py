@@ -15,6 +15,7 @@ from domain.catalog import Catalog
 from domain.errors import ToolcatError
 from domain.history import HistoryRecord
 from domain.naming import NamingPolicy
+from projections.connection import connect
 from projections.effective import effective_rows, subjects_at
 from projections.envelope import GENESIS_HASH, chain_all
 from projections.migrate import migrate
@@ -57,7 +58,7 @@ def what_if(catalog: Catalog, live: duckdb.DuckDBPyConnection, policy: NamingPol
     refused: list[dict[str, Any]] = []
     sources: dict[str, str] = {}
     dropped: set[str] = set()  # tools whose registration the policy refuses
-    scratch = duckdb.connect(":memory:")
+    scratch = connect()
     try:
         migrate(scratch)
         projector, after, position, head = Projector(scratch), 0, 0, GENESIS_HASH

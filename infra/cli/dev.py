@@ -7,7 +7,7 @@ import time
 
 from domain.errors import UsageError
 from infra.cli.hints import command
-from infra.cli.output import Reply, notices, print_text
+from infra.cli.output import Reply, notices, print_text, stdout_kept_for_the_answer
 from infra.cli.registry import Commands
 from infra.context import Context
 from infra.signals import StopFlag
@@ -58,7 +58,10 @@ def cmd_bench(ctx: Context) -> Reply:
     settings = ctx.settings
     if ctx.args.kafka_client:
         settings = settings.model_copy(update={"kafka_client": ctx.args.kafka_client})
-    document = run_bench(ctx.args.events, ctx.args.only, settings, notices(ctx.as_json))
+    # Its stages run in child processes and in libraries for minutes: none of them may write into the
+    # one --json document (CONTRACT.md).
+    with stdout_kept_for_the_answer():
+        document = run_bench(ctx.args.events, ctx.args.only, settings, notices(ctx.as_json))
     human, exit_code = bench_summary(document, ctx.args.strict)
     return Reply(document, human, exit_code)
 

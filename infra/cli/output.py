@@ -12,8 +12,10 @@ Handlers put values into sentences through `plain`; tables, text and errors are 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,3 +180,19 @@ def notices(as_json: bool) -> Callable[[str], None]:
     if as_json:
         return lambda message: None
     return lambda message: sys.stderr.write(message + "\n")
+
+
+@contextmanager
+def stdout_kept_for_the_answer() -> Iterator[None]:
+    """While a long command works (bench), whatever else would write to stdout's file descriptor (a
+    library's C code, a child process that inherits it) writes to stderr instead: stdout holds the answer
+    printed after the block, and only it. Python's own `sys.stdout` is flushed on both sides."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -28,6 +28,7 @@ from infra.http.address import read_address
 from infra.http.auth import create_token
 from infra.settings import Settings, child_environment
 from infra.wiring import open_catalog
+from projections.connection import connect
 
 
 def _paced(per_second: float, seconds: float, threads: int, action: Any) -> float:
@@ -183,7 +184,7 @@ class _SnapshotWatch:
     def _poll(self) -> None:
         while not self._stop.wait(0.05):
             try:
-                with duckdb.connect(str(self.path), read_only=True) as con:
+                with connect(str(self.path), read_only=True) as con:
                     position = con.execute("SELECT position FROM tracking").fetchone()[0]
             except duckdb.Error:
                 self.failures += 1

@@ -27,6 +27,7 @@ from domain.errors import Unavailable
 from infra.http.address import live_address
 from infra.http.problems import error_from_problem
 from infra.settings import Settings
+from projections.connection import connect
 from projections.projector import read_tracking
 from projections.rows import scalar
 
@@ -121,7 +122,7 @@ def open_snapshot(home: Path, at_least: int) -> duckdb.DuckDBPyConnection | None
     if not path.exists():
         return None
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = connect(str(path), read_only=True)
     except duckdb.Error:  # replaced between the check and the open, or not a database: use another way
         return None
     try:

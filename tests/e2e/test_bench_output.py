@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from infra.cli.output import Reply, show
+from infra.cli.output import Reply, print_json, show, stdout_kept_for_the_answer
 from infra.dev.bench_report import BUDGET_MISSED_EXIT, bench_summary
 from tests.expected import check_expected
 from tests.support import toolcat_environ, toolcat_in_process
@@ -58,3 +62,16 @@ def test_bench_without_json_prints_a_table(home: Path) -> None:
     assert run.code == 0, run.stderr
     assert "figure and target" in run.stdout and "not measured" in run.stdout
     assert "bench: append" in run.stderr  # its progress went to stderr
+
+
+def test_while_the_bench_works_nothing_but_its_answer_reaches_stdout(capfd: pytest.CaptureFixture[str]) -> None:
+    # when, while the bench works, C code and a child process (its stages run in some) write to stdout's
+    # file descriptor, as DuckDB's progress bar did
+    with stdout_kept_for_the_answer():
+        os.write(1, b"drawn by a library\n")
+        subprocess.run([sys.executable, "-c", "print('said by a child stage')"], check=True)
+    print_json({"figures": {}})
+    # then stdout holds the one document, and what they wrote went to stderr
+    out, err = capfd.readouterr()
+    assert json.loads(out) == {"figures": {}}
+    assert "drawn by a library" in err and "said by a child stage" in err
