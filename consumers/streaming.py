@@ -18,7 +18,7 @@ from projections.envelope import Envelope
 from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.catchup import PAGE_SIZE
 from projections.projector import Projector, Tracking
-from projections.rows import given_rows, run
+from projections.rows import insert_columns, run
 
 
 class CorruptMessage(IntegrityFailure):
@@ -34,8 +34,7 @@ def _save_offsets(topic: str, offsets: dict[int, int]) -> Callable[[duckdb.DuckD
         run(con, "DELETE FROM kafka_offsets WHERE topic = $t AND partition IN (SELECT unnest($p::INTEGER[]))",
             {"t": topic, "p": list(offsets)})
         columns = {"topic": [topic] * len(offsets), "partition": list(offsets), "next_offset": list(offsets.values())}
-        with given_rows(con, "_offsets", columns, _OFFSETS) as (table, params):
-            run(con, f"INSERT INTO kafka_offsets BY NAME SELECT * FROM {table}", params)
+        insert_columns(con, "kafka_offsets", columns, _OFFSETS)
     return save
 
 

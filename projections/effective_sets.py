@@ -12,7 +12,7 @@ import duckdb
 from projections import effective_deltas as deltas
 from projections.effective import subjects_at
 from projections.materialize import rebuild_all, refresh
-from projections.rows import given_rows, run, scalar
+from projections.rows import insert_columns, run, scalar
 
 # Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
 FULL_REBUILD_SHARE = 0.5
@@ -27,8 +27,7 @@ def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], 
     if touched:
         columns = {"subject_kind": [k for k, _ in touched], "subject": [n for _, n in touched],
                    "position": list(touched.values())}
-        with given_rows(con, "_dirty", columns, _DIRTY) as (table, params):
-            run(con, f"INSERT INTO effective_dirty BY NAME SELECT * FROM {table}", params)
+        insert_columns(con, "effective_dirty", columns, _DIRTY)
 
 
 def valid_through(con: duckdb.DuckDBPyConnection) -> int:
@@ -72,5 +71,4 @@ def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:
         run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
             {"s": sorted(changed)})
         columns = {"subject": list(changed), "position": list(changed.values())}
-        with given_rows(con, "_changed", columns, {"subject": "VARCHAR", "position": "BIGINT"}) as (table, params):
-            run(con, f"INSERT INTO changelog_outbox BY NAME SELECT * FROM {table}", params)
+        insert_columns(con, "changelog_outbox", columns, {"subject": "VARCHAR", "position": "BIGINT"})

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from projections.effective import subjects_registered
-from projections.rows import given_rows, run, select_rows
+from projections.rows import given_rows, insert_columns, run, select_rows
 from projections.schema import EFFECTIVE_FIELDS
 from projections.sqlfiles import query
 
@@ -150,9 +150,7 @@ def replace(con: duckdb.DuckDBPyConnection, pairs: list[Pair], rows: list[dict[s
         run(con, f"DELETE FROM effective_tools e USING {pairs_table} d WHERE e.subject_kind = d.subject_kind "
                  "AND e.subject = d.subject AND e.tool_key = d.tool_key", params)
     if rows:
-        columns = {name: [row[name] for row in rows] for name in _TYPES}
-        with given_rows(con, "_way_rows", columns, _TYPES) as (rows_table, params):
-            run(con, f"INSERT INTO effective_tools BY NAME SELECT * FROM {rows_table}", params)
+        insert_columns(con, "effective_tools", {name: [row[name] for row in rows] for name in _TYPES}, _TYPES)
 
 
 def _pair_columns(pairs: list[Pair]) -> dict[str, list[str]]:

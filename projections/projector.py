@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from domain.errors import IntegrityFailure
-from domain.registry import EVENT_CLASSES, current_version, upcast
+from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_columns, run
@@ -185,14 +185,9 @@ class Projector:
 
 
 def upcast_all(envelopes: list[Envelope]) -> list[dict[str, Any]]:
-    """Each envelope's data as its handler takes it: upcast to the event class's current version. Data
-    stored at the current version is handed as it is, not copied (handlers only read it): most events."""
-    current = _CURRENT_VERSIONS
-    return [e.data if current.get(e.type) == e.type_version else upcast(e.type, e.type_version, e.data)
-            for e in envelopes]
-
-
-_CURRENT_VERSIONS = {event_type: current_version(event_type) for event_type in EVENT_CLASSES}
+    """Each envelope's data as its handler takes it: upcast to the event class's current version (handlers
+    only read it, so data stored at that version is not copied)."""
+    return [upcast(e.type, e.type_version, e.data) for e in envelopes]
 
 
 _EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_version", "type", "type_version",

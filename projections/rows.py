@@ -25,9 +25,15 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str,
         insert_columns(con, table, {name: [row.get(name) for row in rows] for name in rows[0]})
 
 
-def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]] | pa.Table) -> None:
+def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]] | pa.Table,
+                   types: dict[str, str] | None = None) -> None:
     """The same from columns (name → values): the hot path builds these without a dict per row; or from
-    an Arrow table already built from them (by the catch-up's read-ahead thread)."""
+    an Arrow table already built from them (by the catch-up's read-ahead thread). With the columns' DuckDB
+    `types`, a few rows go as list parameters (`given_rows`)."""
+    if types is not None and not isinstance(columns, pa.Table):
+        with given_rows(con, "_toolcat_batch", columns, types) as (source, params):
+            run(con, f"INSERT INTO {table} BY NAME SELECT * FROM {source}", params)
+        return
     batch = columns if isinstance(columns, pa.Table) else pa.table(columns)
     with registered(con, "_toolcat_batch", batch):
         run(con, f"INSERT INTO {table} BY NAME SELECT * FROM _toolcat_batch")
