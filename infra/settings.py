@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, unquote, urlsplit
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from domain.errors import UsageError
 
 
 class Settings(BaseSettings):
@@ -89,6 +91,17 @@ class Settings(BaseSettings):
             return getpass.getuser()
         except (KeyError, OSError):
             return "unknown"
+
+
+def load_settings() -> Settings:
+    """The settings the environment gives; a bad value is a usage error naming its variable and what it
+    should be, never the value itself (it may hold a password)."""
+    try:
+        return Settings()
+    except ValidationError as error:
+        problems = {"TOOLCAT_" + "_".join(str(part) for part in e["loc"]).upper(): e["msg"] for e in error.errors()}
+        raise UsageError("bad setting: " + "; ".join(f"{name}: {why}" for name, why in problems.items()),
+                         settings=problems) from None
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

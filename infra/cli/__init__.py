@@ -9,7 +9,7 @@ import threading
 import traceback
 from types import ModuleType
 
-from domain.errors import ToolcatError, Unavailable
+from domain.errors import ToolcatError, Unavailable, UsageError
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
                        subjects, tools, who_can, workload)
 from infra.cli import routing
@@ -18,7 +18,7 @@ from infra.cli import schemas
 from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser
 from infra.context import Backend, Context
-from infra.settings import Settings, scrub
+from infra.settings import Settings, load_settings, scrub
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Settings:
-    settings = base or Settings()
+    settings = base or load_settings()
     home = getattr(args, "home", None)
     return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
 
@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
 
 def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
     as_json, kind = bool(getattr(args, "json", False)), args.kind
-    resolved = settings_for(args, settings)
+    try:
+        resolved = settings_for(args, settings)
+    except UsageError as error:
+        output.print_error(error, as_json, kind)
+        return error.exit_code
     secrets = resolved.secrets()  # a driver's message may repeat the store URL or a password: never shown
     try:
         reply = _execute(args, resolved)

@@ -59,3 +59,20 @@ def test_the_hint_after_a_seal_runs_as_printed(home: Path) -> None:
     done = subprocess.run(words + ["--json"], capture_output=True, text=True, timeout=60, env=toolcat_env("guide"))
     assert done.returncode == 0, done.stderr
     assert '"ok": true' in done.stdout
+
+
+def test_a_bad_setting_is_a_usage_error_naming_its_variable_and_nothing_is_written(home: Path) -> None:
+    # given a setting the environment gives out of range, and one holding what could be a password
+    with toolcat_environ("guide"), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOOLCAT_SNAPSHOT_SECONDS", "0")
+        patch.setenv("TOOLCAT_FOLLOW_BATCH_SECONDS", "s3cret-not-a-number")
+        # when any command runs
+        run = toolcat_in_process(home, "init", "--json")
+    # then it is refused as usage, naming each variable and what it should be, never echoing the value
+    assert run.code == 2, run.stderr
+    error = error_of(run)
+    assert error["code"] == "usage"
+    assert set(error["details"]["settings"]) == {"TOOLCAT_SNAPSHOT_SECONDS", "TOOLCAT_FOLLOW_BATCH_SECONDS"}
+    assert "greater than 0" in error["details"]["settings"]["TOOLCAT_SNAPSHOT_SECONDS"]
+    assert "s3cret" not in run.stderr and "Traceback" not in run.stderr
+    assert not home.exists() or not any(home.iterdir())
