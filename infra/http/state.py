@@ -154,14 +154,20 @@ class ServerState:
             listener(position, subjects)
 
     def _bound_wal(self) -> None:
-        """Checkpoint once the WAL passed WAL_LIMIT_BYTES (DuckDB's own checkpoints are off), waiting for a
-        snapshot's copy in progress. Looked at with stat: opening the file would drop DuckDB's lock."""
-        if self._wal.exists() and self._wal.stat().st_size > WAL_LIMIT_BYTES:
-            with self.checkpoints, self.writes:
-                try:
-                    run(self.con, "CHECKPOINT")
-                except duckdb.Error as error:  # the sets served are intact; the next pass tries again
-                    log.warning("checkpointing %s failed: %s", self.settings.read_model_path, error)
+        """Checkpoint once the WAL passed WAL_LIMIT_BYTES (DuckDB's own checkpoints are off), unless a
+        snapshot's copy is in progress: then after a later pass, rather than hold batches until the copy
+        ends. Looked at with stat: opening the file would drop DuckDB's lock."""
+        if not (self._wal.exists() and self._wal.stat().st_size > WAL_LIMIT_BYTES):
+            return
+        if not self.checkpoints.acquire(blocking=False):
+            return
+        try:
+            with self.writes:
+                run(self.con, "CHECKPOINT")
+        except duckdb.Error as error:  # the sets served are intact; the next pass tries again
+            log.warning("checkpointing %s failed: %s", self.settings.read_model_path, error)
+        finally:
+            self.checkpoints.release()
 
     def _pause(self) -> None:
         """Between looks at the store: a poll interval, or less when a request needs a newer position."""

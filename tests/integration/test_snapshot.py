@@ -98,6 +98,79 @@ def test_a_first_snapshot_holds_the_live_read_model(home: Path, live: duckdb.Duc
         assert fingerprint(copy) == fingerprint(live, position)
 
 
+def _write(home: Path, live: duckdb.DuckDBPyConnection, times: int) -> None:
+    """`times` grant changes, each applied to the live read model in a commit of its own."""
+    with closing(open_catalog(Settings(home=home, event_store_url=None))) as catalog:
+        for index in range(times):
+            change = catalog.add_grant if index % 2 == 0 else catalog.revoke_grant
+            change("agent:s", "read", Meta(actor="snapshot-test", reason="test"))
+            catch_up(catalog, Projector(live))
+
+
+def _only_the_snapshot(home: Path) -> list[str]:
+    return sorted(p.name for p in home.iterdir() if "snapshot" in p.name)
+
+
+def test_a_snapshot_folds_in_what_was_committed_since_the_last_checkpoint(
+        home: Path, live: duckdb.DuckDBPyConnection) -> None:
+    """Those batches are only in the server's WAL: the snapshot holds them all the same, and the server's
+    own file is not checkpointed for it (its writer is held only to note where the WAL ends)."""
+    live.execute("CHECKPOINT")
+    checkpointed = read_tracking(live).position
+    _write(home, live, 3)
+    wal = home / "catalog.duckdb.wal"
+    logged = wal.stat().st_size
+    assert logged > 0 and read_tracking(live).position > checkpointed
+
+    position = publish_snapshot(live, home, threading.Lock(), threading.Lock())
+
+    assert position == read_tracking(live).position > checkpointed
+    assert wal.stat().st_size == logged
+    assert _only_the_snapshot(home) == ["snapshot.duckdb"]  # the copy's WAL was folded into it
+    with closing(duckdb.connect(str(snapshot_path(home)), read_only=True)) as copy:
+        assert read_tracking(copy).position == position
+        assert fingerprint(copy) == fingerprint(live, position)
+
+
+def test_a_snapshot_holds_the_commit_noted_not_those_after_it(home: Path, live: duckdb.DuckDBPyConnection) -> None:
+    """Batches committed after the WAL's length was noted, while the file is copied, stay out of the
+    copy: it holds exactly the position noted, whole."""
+    _write(home, live, 2)
+    noted = read_tracking(live).position
+
+    class WriteOnceResumed:  # the writer resumes as soon as the snapshot has noted where the WAL ends
+        def __enter__(self) -> None:
+            pass
+
+        def __exit__(self, *_: object) -> None:
+            _write(home, live, 3)
+
+    position = publish_snapshot(live, home, WriteOnceResumed(), threading.Lock())
+
+    assert position == noted < read_tracking(live).position
+    with closing(duckdb.connect(str(snapshot_path(home)), read_only=True)) as copy:
+        assert read_tracking(copy).position == noted
+        assert fingerprint(copy) == fingerprint(live, noted)
+
+
+def test_a_failed_publish_leaves_the_previous_snapshot(home: Path, live: duckdb.DuckDBPyConnection) -> None:
+    first = publish_snapshot(live, home, threading.Lock())
+    _write(home, live, 2)
+
+    class FailingOnceCopied:
+        def __enter__(self) -> None:
+            pass
+
+        def __exit__(self, *_: object) -> None:
+            raise OSError("no space left on device")
+
+    with pytest.raises(OSError):
+        publish_snapshot(live, home, threading.Lock(), FailingOnceCopied())
+    assert _only_the_snapshot(home) == ["snapshot.duckdb"]  # no copy, no copied WAL left behind
+    with closing(duckdb.connect(str(snapshot_path(home)), read_only=True)) as copy:
+        assert read_tracking(copy).position == first < read_tracking(live).position
+
+
 def test_the_server_keeps_its_lock_on_the_read_model_while_it_publishes(
         home: Path, live: duckdb.DuckDBPyConnection) -> None:
     """Reading the database file from the server's process would drop DuckDB's lock on it (POSIX locks)."""
@@ -109,8 +182,8 @@ def test_the_server_keeps_its_lock_on_the_read_model_while_it_publishes(
     assert "lock" in opened.stdout.lower()
 
 
-def test_with_checkpoints_held_only_the_checkpoint_pauses_writes(home: Path, live: duckdb.DuckDBPyConnection
-                                                                 ) -> None:
+def test_with_checkpoints_held_writes_are_paused_only_to_note_where_the_wal_ends(
+        home: Path, live: duckdb.DuckDBPyConnection) -> None:
     pause, copies = threading.Lock(), []
 
     class Checkpoints:
@@ -146,7 +219,7 @@ def test_an_outside_client_is_never_locked_out_and_always_sees_a_whole_read_mode
     settings = Settings(home=home, event_store_url=None)
     meta = Meta(actor="snapshot-test", reason="test")
     pause = threading.Lock()  # held by the writer for each batch, as the server holds its writer
-    # beside the writer: only the checkpoint pauses it, the copy runs while it applies batches
+    # beside the writer: it is paused only to note where the WAL ends, the copy runs while it applies batches
     checkpoints = threading.Lock() if beside_the_writer else None
     writer_con, snapshot_con = live.cursor(), live.cursor()
     failures: list[BaseException] = []
