@@ -105,6 +105,27 @@ def test_the_follower_checkpoints_the_wal_it_grew_past_the_limit(state: ServerSt
         assert read_tracking(con).position == written
 
 
+def test_a_copy_in_progress_does_not_hold_the_follower_past_the_wal_limit(state: ServerState,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot's copy holds `checkpoints`: the follower goes on applying batches meanwhile, and
+    checkpoints the WAL after a pass once the copy is done."""
+    wal = Path(f"{state.settings.read_model_path}.wal")
+    monkeypatch.setattr("infra.http.state.WAL_LIMIT_BYTES", 0)
+    # given a copy in progress
+    with state.checkpoints:
+        # when batches grow the WAL past the limit, they are applied all the same, the WAL left as it is
+        for name in ("copied-1", "copied-2", "copied-3"):
+            state.wait_for(state.catalog.create_unit(name, None, META).position, 10)
+        assert wal.exists() and wal.stat().st_size > 0
+    # then, the copy done, the next pass checkpoints
+    written = state.catalog.create_unit("after-the-copy", None, META).position
+    state.wait_for(written, 30)
+    deadline = time.monotonic() + 30
+    while wal.exists() and wal.stat().st_size > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
 def test_what_must_be_ready_at_start_runs_once_caught_up_before_any_read_is_answered(sqlite_settings: Settings) -> None:
     # given a store with history the server has not applied yet
     catalog = open_catalog(sqlite_settings)
