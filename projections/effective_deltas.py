@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from projections.effective_ways import admitted, exposure, reach, render, replace, rerank
+from projections.effective_ways import NOTED_COLUMNS, admitted, exposure, given_notes, reach, render, replace, rerank
 from projections.rows import given_rows, run
 from projections.sqlfiles import query
 
@@ -55,10 +55,12 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
     run(con, f"DROP TABLE IF EXISTS temp.{DELTAS}")
 
 
-def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
+def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | None = None) -> list[str] | None:
     """Refresh the dirty subjects' current sets from the noted grants; the subjects (`kind:name`) whose set
-    changed, or None when the noted events do not explain every dirty subject (nothing is written)."""
-    noted = _noted(con)
+    changed, or None when the noted events do not explain every dirty subject (nothing is written).
+    `notes`: a batch's notes (rows as `note` takes them) that explain its dirty subjects, refreshed in its
+    own transaction without going through the table (default: the table's, checked against the dirty)."""
+    noted = _noted(con) if notes is None else _summary(notes)
     if noted is None:
         return None
     if noted[2]:  # a way removed, a binding or an allowlist: the pairs are ranked again
@@ -67,7 +69,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
             return None
         render(con, subjects)
         return [f"{kind}:{name}" for kind, name in subjects]
-    rows = _grant_rows(con, *noted[:2])
+    rows = _grant_rows(con, noted[3], *noted[:2])
     if rows:
         replace(con, [(row["subject_kind"], row["subject"], row["tool_key"]) for row in rows], rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
@@ -75,7 +77,12 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     return [f"{kind}:{name}" for kind, name in changed]
 
 
-def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool, list[list[str | None]]] | None:
+# The noted grants' tool keys, whether one is a namespace pattern, whether anything besides grants added
+# was noted, and the notes (kind, holder kind, holder, target, tool key).
+Noted = tuple[list[str], bool, bool, list[list[str | None]]]
+
+
+def _noted(con: duckdb.DuckDBPyConnection) -> Noted | None:
     """The noted grants' tool keys, whether one is a namespace pattern, whether anything besides grants
     added was noted, and the notes (kind, holder kind, holder, target, tool key), when they explain every
     dirty subject, else None (one statement: each is ≈ 0.4 ms of a follower's small pass)."""
@@ -92,15 +99,24 @@ def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool, list[
     return None if unexplained else (keys or [], patterns, others, notes or [])
 
 
-def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool) -> list[dict[str, Any]]:
+def _summary(notes: list[dict[str, object]]) -> Noted:
+    """What _noted answers, from a batch's own notes."""
+    grants = [n["tool_key"] for n in notes if n["kind"] == "grant_added"]
+    return (sorted({key for key in grants if key is not None}), None in grants,
+            any(n["kind"] != "grant_added" for n in notes), [[n.get(c) for c in NOTED_COLUMNS] for n in notes])
+
+
+def _grant_rows(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], keys: list[str],
+                patterns: bool) -> list[dict[str, Any]]:
     """The rows of effective_tools the noted grants change, for the current sets: for each subject at or
     below a grant's holder and each current tool the grant covers, the grant's row where it beats the
     subject's row (effective_set.sql ranks explicit grants first, the holder closest in the subject's chain
     first). A subject's row that stays keeps its exposure (it depends on the subject and the tool alone);
     a new one gets it as effective_set.sql works it out. A few small statements, not one query: DuckDB
     plans a large one in ≈ 10 ms, which is what this saves."""
-    covered = run(con, query("grant_coverage"), {"keys": keys}) if keys else []
-    covered += run(con, query("grant_pattern_coverage")) if patterns else []
+    with given_notes(con, notes) as (notes_table, params):
+        covered = run(con, query("grant_coverage", notes=notes_table), {**params, "keys": keys}) if keys else []
+        covered += run(con, query("grant_pattern_coverage", notes=notes_table), params) if patterns else []
     if not covered:
         return []
     parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))

@@ -1,14 +1,14 @@
 """The projection part that keeps track of which effective sets a batch can have changed: it reads the
 batch ahead, works out the subjects it touches (with the position of the last event that touched each),
-and records them in `effective_dirty` in the batch's transaction. effective_sets.py refreshes them."""
+and hands them to the projector, which records them in `effective_dirty` in the batch's transaction or
+refreshes their sets in it (effective_sets.py)."""
 from __future__ import annotations
 
 import duckdb
 
 from projections.catalog_part import Handler
 from projections.effective import subjects_at
-from projections.effective_deltas import note
-from projections.effective_sets import record_dirty
+from projections.effective_sets import BatchDirty
 from projections.envelope import Envelope
 from projections.rows import run
 from projections.sqlfiles import query
@@ -57,6 +57,7 @@ class EffectivePart:
         self.aliases_changed = 0               # allowlists resolve through aliases
         self.notes: list[dict[str, object]] = []  # for effective_deltas.py
         self.general = False                   # an event only the general refresh follows
+        self.dirty = BatchDirty()              # what the batch flushed last touched
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
         for e in envelopes:
@@ -90,10 +91,11 @@ class EffectivePart:
             _touch(self.units if kind == "unit" else self.agents, name, at)
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Work out what the batch touched into `dirty`, for the projector to record or refresh."""
         self._reach_of_tool_changes(con)
-        note(con, self.notes, self.general)
-        record_dirty(con, self.touched(con))
+        dirty = BatchDirty(self.touched(con), self.notes, self.general)
         self.discard()
+        self.dirty = dirty
 
     def _add(self, rows: list[tuple], position: int | Positions) -> None:
         """Holders (kind, name[, cause]) touched at `position`, or at the position of their cause."""

@@ -14,6 +14,8 @@ Also here: the helpers both deltas share (who a holder reaches, a new row's expo
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -30,14 +32,15 @@ _TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *E
 
 
 def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> list[Subject] | None:
-    """Refresh the pairs the ways noted in `_effective_deltas` can touch, then the exposures of the agents
+    """Refresh the pairs the noted ways can touch, then the exposures of the agents
     whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown.
-    `notes`: that table's rows (kind, holder kind, holder, target, tool key)."""
+    `notes`: effective_deltas.py's notes (kind, holder kind, holder, target, tool key)."""
     if all(kind == "allowlist" or kind.startswith("grant") and key is not None for kind, *_, key in notes):
         # grants of one tool each (the frequent kind): their pairs are known without a query
         noted = [(holder_kind, holder, key or "", kind != "allowlist") for kind, holder_kind, holder, _, key in notes]
     else:
-        noted = run(con, query("way_coverage"))
+        with given_notes(con, notes) as (notes_table, params):
+            noted = run(con, query("way_coverage", notes=notes_table), params)
     if any(tool_key is None for *_, tool_key, _ in noted):
         return None  # a binding of a connector the read model does not know: the general query decides
     parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
@@ -52,6 +55,20 @@ def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> lis
     if allowlists:
         changed |= _reexpose(con, allowlists)
     return sorted(changed)
+
+
+# The columns of effective_deltas.py's notes that its queries read, in this order.
+NOTED_COLUMNS = ("kind", "holder_kind", "holder", "target", "tool_key")
+
+
+@contextmanager
+def given_notes(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The notes (rows of NOTED_COLUMNS) as a FROM item for the queries that read them (the fragment
+    `notes` of grant_coverage.sql, grant_pattern_coverage.sql, way_coverage.sql) and its parameters: a
+    follower's batch keeps its notes in memory, not in a table."""
+    columns = {name: [row[i] for row in notes] for i, name in enumerate(NOTED_COLUMNS)}
+    with given_rows(con, "_delta_notes", columns, dict.fromkeys(NOTED_COLUMNS, "VARCHAR")) as found:
+        yield found
 
 
 def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[str, str | None]
