@@ -20,7 +20,8 @@ from typing import Any
 
 import duckdb
 
-from projections.effective_ways import NOTED_COLUMNS, admitted, exposure, given_notes, reach, render, replace, rerank
+from projections.effective_ways import (NOTED_COLUMNS, Reach, admitted, exposure, given_notes, render, replace,
+                                        rerank)
 from projections.rows import given_rows, run
 from projections.sqlfiles import query
 
@@ -55,21 +56,24 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
     run(con, f"DROP TABLE IF EXISTS temp.{DELTAS}")
 
 
-def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | None = None) -> list[str] | None:
+def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | None = None,
+            reaching: Reach | None = None) -> list[str] | None:
     """Refresh the dirty subjects' current sets from the noted grants; the subjects (`kind:name`) whose set
     changed, or None when the noted events do not explain every dirty subject (nothing is written).
     `notes`: a batch's notes (rows as `note` takes them) that explain its dirty subjects, refreshed in its
-    own transaction without going through the table (default: the table's, checked against the dirty)."""
+    own transaction without going through the table (default: the table's, checked against the dirty);
+    `reaching`: who holders reach, as the batch worked it out in this transaction."""
     noted = _noted(con) if notes is None else _summary(notes)
     if noted is None:
         return None
+    reaching = reaching or Reach(con)
     if noted[2]:  # a way removed, a binding or an allowlist: the pairs are ranked again
-        subjects = rerank(con, noted[3])
+        subjects = rerank(con, noted[3], reaching)
         if subjects is None:
             return None
         render(con, subjects)
         return [f"{kind}:{name}" for kind, name in subjects]
-    rows = _grant_rows(con, noted[3], *noted[:2])
+    rows = _grant_rows(con, reaching, noted[3], *noted[:2])
     if rows:
         replace(con, [(row["subject_kind"], row["subject"], row["tool_key"]) for row in rows], rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
@@ -106,7 +110,7 @@ def _summary(notes: list[dict[str, object]]) -> Noted:
             any(n["kind"] != "grant_added" for n in notes), [[n.get(c) for c in NOTED_COLUMNS] for n in notes])
 
 
-def _grant_rows(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], keys: list[str],
+def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[list[str | None]], keys: list[str],
                 patterns: bool) -> list[dict[str, Any]]:
     """The rows of effective_tools the noted grants change, for the current sets: for each subject at or
     below a grant's holder and each current tool the grant covers, the grant's row where it beats the
@@ -119,8 +123,8 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], k
         covered += run(con, query("grant_pattern_coverage", notes=notes_table), params) if patterns else []
     if not covered:
         return []
-    parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
-    reach_of = reach(con, {(kind, holder) for kind, holder, *_ in covered}, parents)
+    parents = reaching.parents
+    reach_of = reaching.of({(kind, holder) for kind, holder, *_ in covered})
     offers: dict[tuple[str, str, str], tuple[int, str, str]] = {}  # (kind, name, key) → (depth, holder kind, holder)
     for holder_kind, holder, key, *_ in covered:
         for kind, name, depth in reach_of.get((holder_kind, holder), []):

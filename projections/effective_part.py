@@ -9,6 +9,7 @@ import duckdb
 from projections.catalog_part import Handler
 from projections.effective import subjects_at
 from projections.effective_sets import BatchDirty
+from projections.effective_ways import Reach
 from projections.envelope import Envelope
 from projections.rows import run
 from projections.sqlfiles import query
@@ -93,7 +94,8 @@ class EffectivePart:
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         """Work out what the batch touched into `dirty`, for the projector to record or refresh."""
         self._reach_of_tool_changes(con)
-        dirty = BatchDirty(self.touched(con), self.notes, self.general)
+        reaching = Reach(con)
+        dirty = BatchDirty(self.touched(reaching), self.notes, self.general, reaching)
         self.discard()
         self.dirty = dirty
 
@@ -118,16 +120,16 @@ class EffectivePart:
             self._add(run(con, "SELECT 'agent', agent FROM allowlist_history WHERE valid_to IS NULL"),
                       self.aliases_changed)
 
-    def touched(self, con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
-        """The touched subjects and their positions; a unit brings its descendant units and their agents."""
+    def touched(self, reaching: Reach) -> dict[tuple[str, str], int]:
+        """The touched subjects and their positions; a unit brings its descendant units and their agents
+        (the current ones: `reaching`, kept for the refresh)."""
         found: dict[tuple[str, str], int] = {}
         if self.everyone:
-            found = {subject: self.everyone for subject in subjects_at(con)}
-        if self.units:
-            names = sorted(self.units)
-            rows = run(con, query("touched"), {"units": names, "positions": [self.units[n] for n in names]})
-            for kind, name, at in rows:
-                found[(kind, name)] = max(found.get((kind, name), 0), at)
+            found = {subject: self.everyone for subject in subjects_at(reaching.con)}
+        reached = reaching.of({("unit", name) for name in self.units}) if self.units else {}
+        for (_, unit), subjects in reached.items():
+            for kind, name, _ in subjects:
+                found[(kind, name)] = max(found.get((kind, name), 0), self.units[unit])
         for name, at in self.agents.items():
             found[("agent", name)] = max(found.get(("agent", name), 0), at)
         return found

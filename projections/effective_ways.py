@@ -31,7 +31,7 @@ Pair = tuple[str, str, str]              # (kind, name, tool key)
 _TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *EFFECTIVE_FIELDS)}
 
 
-def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> list[Subject] | None:
+def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], reaching: Reach) -> list[Subject] | None:
     """Refresh the pairs the noted ways can touch, then the exposures of the agents
     whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown.
     `notes`: effective_deltas.py's notes (kind, holder kind, holder, target, tool key)."""
@@ -43,9 +43,9 @@ def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> lis
             noted = run(con, query("way_coverage", notes=notes_table), params)
     if any(tool_key is None for *_, tool_key, _ in noted):
         return None  # a binding of a connector the read model does not know: the general query decides
-    parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
+    parents = reaching.parents
     ways = [(kind, holder, key) for kind, holder, key, is_way in noted if is_way]
-    reached = reach(con, {(kind, holder) for kind, holder, _ in ways if kind == "unit"}, parents)
+    reached = reaching.of({(kind, holder) for kind, holder, _ in ways if kind == "unit"})
     # An agent holder reaches itself; _winners skips an agent that is not current (one statement less).
     reached.update({(kind, holder): [(kind, holder, 0)] for kind, holder, _ in ways if kind == "agent"})
     pairs = sorted({(kind, name, key) for holder_kind, holder, key in ways
@@ -208,8 +208,9 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
                 level, depth = [c for unit in level for c in children.get(unit, [])], depth + 1
             units_reached[holder] = found
     depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
-    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND unit IN "
-                       "(SELECT unnest($units::VARCHAR[]))", {"units": sorted({u for _, u in depth_of})}
+    # list_contains, not IN (SELECT unnest …): no join to plan and run (≈ 0.5 ms less on a small table)
+    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND "
+                       "list_contains($units::VARCHAR[], unit)", {"units": sorted({u for _, u in depth_of})}
                   ) if depth_of else []
     reached: dict[Subject, list[tuple[str, str, int]]] = {}
     for holder, found in units_reached.items():
@@ -217,10 +218,37 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
         reached[("unit", holder)] += [("agent", agent, depth_of[(holder, unit)] + 1) for agent, unit in members
                                       if (holder, unit) in depth_of]
     named = sorted(holder for kind, holder in holders if kind == "agent")
-    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND name IN "
-                                           "(SELECT unnest($names::VARCHAR[]))", {"names": named})} if named else set()
+    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND "
+                                           "list_contains($names::VARCHAR[], name)", {"names": named})} if named else set()
     reached.update({("agent", name): [("agent", name, 0)] for name in agents})
     return reached
+
+
+class Reach:
+    """Who holders reach (`reach`), worked out once per transaction: the batch's flush works out its dirty
+    subjects with it (effective_part.py), and the deltas that refresh them in the same transaction reuse
+    it (two statements, and the recursive query it replaces, of a follower's pass). Only valid while
+    unit_history and agent_history do not change."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self._parents: dict[str, str | None] | None = None
+        self._found: dict[Subject, list[tuple[str, str, int]]] = {}
+
+    @property
+    def parents(self) -> dict[str, str | None]:
+        """Each current unit's parent."""
+        if self._parents is None:
+            self._parents = dict(run(self.con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
+        return self._parents
+
+    def of(self, holders: set[Subject]) -> dict[Subject, list[tuple[str, str, int]]]:
+        """`reach` of these holders (a new dict: callers add to it)."""
+        missing = holders - self._found.keys()
+        if missing:
+            found = reach(self.con, missing, self.parents)
+            self._found.update({holder: found.get(holder, []) for holder in missing})
+        return {holder: self._found[holder] for holder in holders if self._found[holder]}
 
 
 def exposure(kind: str, agent: tuple[str, bool] | None, schema_valid: bool, requires_state: bool) -> str | None:
