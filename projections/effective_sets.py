@@ -15,7 +15,7 @@ from projections import effective_deltas as deltas
 from projections.effective import subjects_at
 from projections.effective_ways import Reach
 from projections.materialize import rebuild_all, refresh
-from projections.rows import insert_columns, run, scalar
+from projections.rows import among, insert_columns, run, scalar
 
 # Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
 FULL_REBUILD_SHARE = 0.5
@@ -104,7 +104,6 @@ def _delta(con: duckdb.DuckDBPyConnection, batch: BatchDirty | None) -> list[str
 def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:
     """The outbox holds one row per subject: its final set is published once, whatever it went through."""
     if changed:
-        run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
-            {"s": sorted(changed)})
+        run(con, f"DELETE FROM changelog_outbox WHERE {among('subject', 's', list(changed))}", {"s": sorted(changed)})
         columns = {"subject": list(changed), "position": list(changed.values())}
         insert_columns(con, "changelog_outbox", columns, {"subject": "VARCHAR", "position": "BIGINT"})

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from projections.effective import subjects_registered
-from projections.rows import given_rows, insert_columns, run, select_rows
+from projections.rows import among, given_rows, insert_columns, run, select_rows
 from projections.schema import EFFECTIVE_FIELDS
 from projections.sqlfiles import query
 
@@ -208,10 +208,9 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
                 level, depth = [c for unit in level for c in children.get(unit, [])], depth + 1
             units_reached[holder] = found
     depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
-    # list_contains, not IN (SELECT unnest …): no join to plan and run (≈ 0.5 ms less on a small table)
+    units = sorted({u for _, u in depth_of})
     members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND "
-                       "list_contains($units::VARCHAR[], unit)", {"units": sorted({u for _, u in depth_of})}
-                  ) if depth_of else []
+                       + among("unit", "units", units), {"units": units}) if units else []
     reached: dict[Subject, list[tuple[str, str, int]]] = {}
     for holder, found in units_reached.items():
         reached[("unit", holder)] = [("unit", unit, depth) for unit, depth in found]
@@ -219,7 +218,7 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
                                       if (holder, unit) in depth_of]
     named = sorted(holder for kind, holder in holders if kind == "agent")
     agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND "
-                                           "list_contains($names::VARCHAR[], name)", {"names": named})} if named else set()
+                                           + among("name", "names", named), {"names": named})} if named else set()
     reached.update({("agent", name): [("agent", name, 0)] for name in agents})
     return reached
 
@@ -275,6 +274,7 @@ def admitted(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None
 def render(con: duckdb.DuckDBPyConnection, subjects: list[Subject]) -> None:
     """Write these subjects' documents again from their rows."""
     if subjects:
+        names = [f"{kind}:{name}" for kind, name in subjects]
+        run(con, f"DELETE FROM effective_documents WHERE {among('subject', 'names', names)}", {"names": names})
         with subjects_registered(con, subjects):
-            run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
             run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
