@@ -22,7 +22,7 @@ import duckdb
 
 from projections.effective_ways import (NOTED_COLUMNS, Reach, admitted, exposure, given_notes, render, replace,
                                         rerank)
-from projections.rows import given_rows, run
+from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
 
 DELTAS = "_effective_deltas"
@@ -124,7 +124,6 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
             covered += run(con, query("grant_pattern_coverage", notes=notes_table), params)
     if not covered:
         return []
-    parents = reaching.parents
     reach_of = reaching.of({(kind, holder) for kind, holder, *_ in covered})
     offers: dict[tuple[str, str, str], tuple[int, str, str]] = {}  # (kind, name, key) → (depth, holder kind, holder)
     for holder_kind, holder, key, *_ in covered:
@@ -138,15 +137,15 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
                           "effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
                      {"keys": sorted(tools), "names": sorted({name for _, name, _ in offers})})}
     offered_agents = sorted({name for kind, name, _ in offers if kind == "agent"})
-    agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, """
+    agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, f"""
         SELECT a.name, a.state_mode, l.agent IS NOT NULL FROM agent_history a
         LEFT JOIN allowlist_history l ON l.agent = a.name AND l.valid_to IS NULL
-        WHERE a.valid_to IS NULL AND a.name IN (SELECT unnest($names::VARCHAR[]))""",
+        WHERE a.valid_to IS NULL AND {among("a.name", "names", offered_agents)}""",
         {"names": offered_agents})} if offered_agents else {}
     rows, undecided = [], []
     for (kind, name, key), (depth, holder_kind, holder) in offers.items():
         has = stored.get((kind, name, key))
-        if has is not None and has[0] == "explicit" and not _farther(has[1], holder_kind, holder, parents):
+        if has is not None and has[0] == "explicit" and not _farther(has[1], holder_kind, holder, reaching):
             continue  # the explicit grant already there is as close or closer
         tool_id, namespace, description, schema_valid, requires_state = tools[key]
         shown = has[2] if has is not None else exposure(kind, agents.get(name), schema_valid, requires_state)
@@ -169,13 +168,14 @@ def _covered(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], keys
                               if kind == "grant_added" and key in tools))
 
 
-def _farther(inherited_from: str | None, holder_kind: str, holder: str, parents: dict[str, str | None]) -> bool:
+def _farther(inherited_from: str | None, holder_kind: str, holder: str, reaching: Reach) -> bool:
     """Whether the stored explicit row (inherited from that unit, or the subject's own grant) lies farther up
     the subject's chain than the new grant's holder: only then does the new grant win."""
     if inherited_from is None:
         return False  # the subject's own grant: depth 0, nothing is closer
     if holder_kind == "agent":
         return True  # the agent's own new grant beats anything inherited
+    parents = reaching.parents
     unit = parents.get(holder)
     while unit is not None:
         if unit == inherited_from:

@@ -244,8 +244,8 @@ class Reach:
     def of(self, holders: set[Subject]) -> dict[Subject, list[tuple[str, str, int]]]:
         """`reach` of these holders (a new dict: callers add to it)."""
         missing = holders - self._found.keys()
-        if missing:
-            found = reach(self.con, missing, self.parents)
+        if missing:  # an agent holder reaches itself alone: no parents needed
+            found = reach(self.con, missing, self.parents if any(k == "unit" for k, _ in missing) else {})
             self._found.update({holder: found.get(holder, []) for holder in missing})
         return {holder: self._found[holder] for holder in holders if self._found[holder]}
 
