@@ -50,11 +50,12 @@ def open_waiting(settings: Settings, follow: bool, should_stop: ShouldStop) -> d
 
 
 def store_pass(catalog: Catalog, con: duckdb.DuckDBPyConnection, publish: Callable[[duckdb.DuckDBPyConnection], int],
-               progress: Progress = None) -> Tracking:
+               progress: Progress = None, projector: Projector | None = None) -> Tracking:
     """One pass of a store follower: apply the stored events not yet applied, up to the store's head as the
-    pass starts (a pass ends even while writers keep adding), then publish the changes."""
+    pass starts (a pass ends even while writers keep adding), then publish the changes. `projector`: the
+    one of `con` that the caller keeps from pass to pass (it remembers the tracking row: a statement less)."""
     head = catalog.recorder.max_notification_id() or 0
-    tracking = catch_up(catalog, Projector(con), until=head, progress=progress)
+    tracking = catch_up(catalog, projector or Projector(con), until=head, progress=progress)
     publish(con)
     return tracking
 

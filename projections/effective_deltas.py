@@ -20,8 +20,9 @@ from typing import Any
 
 import duckdb
 
-from projections.effective_ways import admitted, exposure, reach, render, replace, rerank
-from projections.rows import given_rows, run
+from projections.effective_ways import (NOTED_COLUMNS, Reach, admitted, exposure, given_notes, render, replace,
+                                        rerank)
+from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
 
 DELTAS = "_effective_deltas"
@@ -55,19 +56,24 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
     run(con, f"DROP TABLE IF EXISTS temp.{DELTAS}")
 
 
-def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
+def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | None = None,
+            reaching: Reach | None = None) -> list[str] | None:
     """Refresh the dirty subjects' current sets from the noted grants; the subjects (`kind:name`) whose set
-    changed, or None when the noted events do not explain every dirty subject (nothing is written)."""
-    noted = _noted(con)
+    changed, or None when the noted events do not explain every dirty subject (nothing is written).
+    `notes`: a batch's notes (rows as `note` takes them) that explain its dirty subjects, refreshed in its
+    own transaction without going through the table (default: the table's, checked against the dirty);
+    `reaching`: who holders reach, as the batch worked it out in this transaction."""
+    noted = _noted(con) if notes is None else _summary(notes)
     if noted is None:
         return None
+    reaching = reaching or Reach(con)
     if noted[2]:  # a way removed, a binding or an allowlist: the pairs are ranked again
-        subjects = rerank(con, noted[3])
+        subjects = rerank(con, noted[3], reaching)
         if subjects is None:
             return None
         render(con, subjects)
         return [f"{kind}:{name}" for kind, name in subjects]
-    rows = _grant_rows(con, *noted[:2])
+    rows = _grant_rows(con, reaching, noted[3], *noted[:2])
     if rows:
         replace(con, [(row["subject_kind"], row["subject"], row["tool_key"]) for row in rows], rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
@@ -75,7 +81,12 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     return [f"{kind}:{name}" for kind, name in changed]
 
 
-def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool, list[list[str | None]]] | None:
+# The noted grants' tool keys, whether one is a namespace pattern, whether anything besides grants added
+# was noted, and the notes (kind, holder kind, holder, target, tool key).
+Noted = tuple[list[str], bool, bool, list[list[str | None]]]
+
+
+def _noted(con: duckdb.DuckDBPyConnection) -> Noted | None:
     """The noted grants' tool keys, whether one is a namespace pattern, whether anything besides grants
     added was noted, and the notes (kind, holder kind, holder, target, tool key), when they explain every
     dirty subject, else None (one statement: each is ≈ 0.4 ms of a follower's small pass)."""
@@ -92,19 +103,28 @@ def _noted(con: duckdb.DuckDBPyConnection) -> tuple[list[str], bool, bool, list[
     return None if unexplained else (keys or [], patterns, others, notes or [])
 
 
-def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool) -> list[dict[str, Any]]:
+def _summary(notes: list[dict[str, object]]) -> Noted:
+    """What _noted answers, from a batch's own notes."""
+    grants = [n["tool_key"] for n in notes if n["kind"] == "grant_added"]
+    return (sorted({key for key in grants if key is not None}), None in grants,
+            any(n["kind"] != "grant_added" for n in notes), [[n.get(c) for c in NOTED_COLUMNS] for n in notes])
+
+
+def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[list[str | None]], keys: list[str],
+                patterns: bool) -> list[dict[str, Any]]:
     """The rows of effective_tools the noted grants change, for the current sets: for each subject at or
     below a grant's holder and each current tool the grant covers, the grant's row where it beats the
     subject's row (effective_set.sql ranks explicit grants first, the holder closest in the subject's chain
     first). A subject's row that stays keeps its exposure (it depends on the subject and the tool alone);
     a new one gets it as effective_set.sql works it out. A few small statements, not one query: DuckDB
     plans a large one in ≈ 10 ms, which is what this saves."""
-    covered = run(con, query("grant_coverage"), {"keys": keys}) if keys else []
-    covered += run(con, query("grant_pattern_coverage")) if patterns else []
+    covered = _covered(con, notes, keys)
+    if patterns:
+        with given_notes(con, notes) as (notes_table, params):
+            covered += run(con, query("grant_pattern_coverage", notes=notes_table), params)
     if not covered:
         return []
-    parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
-    reach_of = reach(con, {(kind, holder) for kind, holder, *_ in covered}, parents)
+    reach_of = reaching.of({(kind, holder) for kind, holder, *_ in covered})
     offers: dict[tuple[str, str, str], tuple[int, str, str]] = {}  # (kind, name, key) → (depth, holder kind, holder)
     for holder_kind, holder, key, *_ in covered:
         for kind, name, depth in reach_of.get((holder_kind, holder), []):
@@ -117,15 +137,15 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool)
                           "effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
                      {"keys": sorted(tools), "names": sorted({name for _, name, _ in offers})})}
     offered_agents = sorted({name for kind, name, _ in offers if kind == "agent"})
-    agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, """
+    agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, f"""
         SELECT a.name, a.state_mode, l.agent IS NOT NULL FROM agent_history a
         LEFT JOIN allowlist_history l ON l.agent = a.name AND l.valid_to IS NULL
-        WHERE a.valid_to IS NULL AND a.name IN (SELECT unnest($names::VARCHAR[]))""",
+        WHERE a.valid_to IS NULL AND {among("a.name", "names", offered_agents)}""",
         {"names": offered_agents})} if offered_agents else {}
     rows, undecided = [], []
     for (kind, name, key), (depth, holder_kind, holder) in offers.items():
         has = stored.get((kind, name, key))
-        if has is not None and has[0] == "explicit" and not _farther(has[1], holder_kind, holder, parents):
+        if has is not None and has[0] == "explicit" and not _farther(has[1], holder_kind, holder, reaching):
             continue  # the explicit grant already there is as close or closer
         tool_id, namespace, description, schema_valid, requires_state = tools[key]
         shown = has[2] if has is not None else exposure(kind, agents.get(name), schema_valid, requires_state)
@@ -139,13 +159,23 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, keys: list[str], patterns: bool)
     return rows
 
 
-def _farther(inherited_from: str | None, holder_kind: str, holder: str, parents: dict[str, str | None]) -> bool:
+def _covered(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], keys: list[str]) -> list[tuple]:
+    """(holder kind, holder, tool key, canonical ID, namespace, description, schema_valid, requires_state)
+    of each noted grant of one tool whose tool is current and can be in a set (way_tools.sql); the grants
+    are joined here, not in SQL (a join of the notes costs a DuckDB statement ≈ 1 ms more)."""
+    tools = {row[0]: row[1:6] for row in run(con, query("way_tools"), {"keys": keys})} if keys else {}
+    return list(dict.fromkeys((holder_kind, holder, key, *tools[key]) for kind, holder_kind, holder, _, key in notes
+                              if kind == "grant_added" and key in tools))
+
+
+def _farther(inherited_from: str | None, holder_kind: str, holder: str, reaching: Reach) -> bool:
     """Whether the stored explicit row (inherited from that unit, or the subject's own grant) lies farther up
     the subject's chain than the new grant's holder: only then does the new grant win."""
     if inherited_from is None:
         return False  # the subject's own grant: depth 0, nothing is closer
     if holder_kind == "agent":
         return True  # the agent's own new grant beats anything inherited
+    parents = reaching.parents
     unit = parents.get(holder)
     while unit is not None:
         if unit == inherited_from:

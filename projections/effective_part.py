@@ -1,14 +1,15 @@
 """The projection part that keeps track of which effective sets a batch can have changed: it reads the
 batch ahead, works out the subjects it touches (with the position of the last event that touched each),
-and records them in `effective_dirty` in the batch's transaction. effective_sets.py refreshes them."""
+and hands them to the projector, which records them in `effective_dirty` in the batch's transaction or
+refreshes their sets in it (effective_sets.py)."""
 from __future__ import annotations
 
 import duckdb
 
 from projections.catalog_part import Handler
 from projections.effective import subjects_at
-from projections.effective_deltas import note
-from projections.effective_sets import record_dirty
+from projections.effective_sets import BatchDirty
+from projections.effective_ways import Reach
 from projections.envelope import Envelope
 from projections.rows import run
 from projections.sqlfiles import query
@@ -57,6 +58,7 @@ class EffectivePart:
         self.aliases_changed = 0               # allowlists resolve through aliases
         self.notes: list[dict[str, object]] = []  # for effective_deltas.py
         self.general = False                   # an event only the general refresh follows
+        self.dirty = BatchDirty()              # what the batch flushed last touched
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
         for e in envelopes:
@@ -90,10 +92,12 @@ class EffectivePart:
             _touch(self.units if kind == "unit" else self.agents, name, at)
 
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Work out what the batch touched into `dirty`, for the projector to record or refresh."""
         self._reach_of_tool_changes(con)
-        note(con, self.notes, self.general)
-        record_dirty(con, self.touched(con))
+        reaching = Reach(con)
+        dirty = BatchDirty(self.touched(reaching), self.notes, self.general, reaching)
         self.discard()
+        self.dirty = dirty
 
     def _add(self, rows: list[tuple], position: int | Positions) -> None:
         """Holders (kind, name[, cause]) touched at `position`, or at the position of their cause."""
@@ -116,16 +120,16 @@ class EffectivePart:
             self._add(run(con, "SELECT 'agent', agent FROM allowlist_history WHERE valid_to IS NULL"),
                       self.aliases_changed)
 
-    def touched(self, con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
-        """The touched subjects and their positions; a unit brings its descendant units and their agents."""
+    def touched(self, reaching: Reach) -> dict[tuple[str, str], int]:
+        """The touched subjects and their positions; a unit brings its descendant units and their agents
+        (the current ones: `reaching`, kept for the refresh)."""
         found: dict[tuple[str, str], int] = {}
         if self.everyone:
-            found = {subject: self.everyone for subject in subjects_at(con)}
-        if self.units:
-            names = sorted(self.units)
-            rows = run(con, query("touched"), {"units": names, "positions": [self.units[n] for n in names]})
-            for kind, name, at in rows:
-                found[(kind, name)] = max(found.get((kind, name), 0), at)
+            found = {subject: self.everyone for subject in subjects_at(reaching.con)}
+        reached = reaching.of({("unit", name) for name in self.units}) if self.units else {}
+        for (_, unit), subjects in reached.items():
+            for kind, name, _ in subjects:
+                found[(kind, name)] = max(found.get((kind, name), 0), self.units[unit])
         for name, at in self.agents.items():
             found[("agent", name)] = max(found.get(("agent", name), 0), at)
         return found

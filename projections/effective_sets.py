@@ -7,12 +7,15 @@ crash in between leaves the marker behind the tracking row: readers see it and t
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import duckdb
 
 from projections import effective_deltas as deltas
 from projections.effective import subjects_at
+from projections.effective_ways import Reach
 from projections.materialize import rebuild_all, refresh
-from projections.rows import insert_columns, run, scalar
+from projections.rows import among, insert_columns, run, scalar
 
 # Above this share of every subject dirty, one set-based pass over all of them beats a per-subject refresh.
 FULL_REBUILD_SHARE = 0.5
@@ -20,6 +23,27 @@ FULL_REBUILD_SHARE = 0.5
 # sets; this saves a follower's small pass the statement that counts every subject).
 SMALL = 20
 _DIRTY = {"subject_kind": "VARCHAR", "subject": "VARCHAR", "position": "BIGINT"}
+
+
+@dataclass
+class BatchDirty:
+    """What one batch may have changed (effective_part.py): the subjects it touched, (kind, name) → the
+    position of the last event touching each, and its notes for effective_deltas.py (`general`: an event
+    only the general query follows). Recorded in the tables when the sets are refreshed later; handed to
+    `refresh_dirty` as they are when refreshed in the batch's own transaction."""
+    touched: dict[tuple[str, str], int] = field(default_factory=dict)
+    notes: list[dict[str, object]] = field(default_factory=list)
+    general: bool = False
+    reaching: Reach | None = None  # who the holders reach, as `touched` was worked out (the refresh reuses it)
+
+    def record(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Into `effective_dirty` and effective_deltas.py's table, for a refresh in a later transaction."""
+        deltas.note(con, self.notes, self.general)
+        record_dirty(con, self.touched)
+
+    def explained(self) -> bool:
+        """Whether the notes explain every touched subject (what effective_deltas._noted checks in SQL)."""
+        return not self.general and set(self.touched.values()) <= {note["position"] for note in self.notes}
 
 
 def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], int]) -> None:
@@ -40,12 +64,15 @@ def is_settled(con: duckdb.DuckDBPyConnection, position: int) -> bool:
     return valid_through(con) >= position and not scalar(con, "SELECT count(*) FROM effective_dirty")
 
 
-def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
+def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int, batch: BatchDirty | None = None) -> list[str]:
     """Refresh every dirty subject's set (inside the caller's transaction), queue the changed ones for the
     changelog with the position of the last event that touched each, and mark the sets valid through
-    `position`. Returns the changed subjects (`kind:name`)."""
+    `position`. Returns the changed subjects (`kind:name`).
+    `batch`: the dirty subjects of the one batch of this transaction, with nothing else dirty (the sets
+    were valid through the position it follows); not written to the tables and read back (four statements
+    of a follower's small pass). Default: the tables'."""
     changed: list[str] = []
-    dirty = {(kind, name): at for kind, name, at in run(
+    dirty = batch.touched if batch is not None else {(kind, name): at for kind, name, at in run(
         con, "SELECT subject_kind, subject, max(position) FROM effective_dirty GROUP BY ALL")}
     if dirty:
         # A follower's few dirty subjects skip counting everyone (a statement of each small pass).
@@ -53,22 +80,30 @@ def refresh_dirty(con: duckdb.DuckDBPyConnection, position: int) -> list[str]:
         if len(dirty) > FULL_REBUILD_SHARE * len(everyone) > 0:
             changed = rebuild_all(con, everyone)
         else:  # the frequent small batches' own refresh when it applies, else the general one
-            delta = deltas.refresh(con)
+            delta = _delta(con, batch)
             changed = delta if delta is not None else refresh(con, sorted(dirty))
         causes = {f"{kind}:{name}": at for (kind, name), at in dirty.items()}
         _queue(con, {subject: causes.get(subject, position) for subject in changed})
-        run(con, "DELETE FROM effective_dirty")
-    deltas.forget(con)
+        if batch is None:
+            run(con, "DELETE FROM effective_dirty")
+    if batch is None:
+        deltas.forget(con)
     # Updated in place (one statement of each pass); inserted when the table is empty.
     if not run(con, "UPDATE effective_valid SET position = $p", {"p": position})[0][0]:
         run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})
     return sorted(changed)
 
 
+def _delta(con: duckdb.DuckDBPyConnection, batch: BatchDirty | None) -> list[str] | None:
+    """The delta's refresh (None: it does not apply) of the batch's notes, or of those in the table."""
+    if batch is None:
+        return deltas.refresh(con)
+    return deltas.refresh(con, batch.notes, batch.reaching) if batch.explained() else None
+
+
 def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:
     """The outbox holds one row per subject: its final set is published once, whatever it went through."""
     if changed:
-        run(con, "DELETE FROM changelog_outbox WHERE subject IN (SELECT unnest($s::VARCHAR[]))",
-            {"s": sorted(changed)})
+        run(con, f"DELETE FROM changelog_outbox WHERE {among('subject', 's', list(changed))}", {"s": sorted(changed)})
         columns = {"subject": list(changed), "position": list(changed.values())}
         insert_columns(con, "changelog_outbox", columns, {"subject": "VARCHAR", "position": "BIGINT"})

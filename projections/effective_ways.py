@@ -14,12 +14,14 @@ Also here: the helpers both deltas share (who a holder reaches, a new row's expo
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
 
 from projections.effective import subjects_registered
-from projections.rows import given_rows, insert_columns, run, select_rows
+from projections.rows import among, given_rows, insert_columns, run, select_rows
 from projections.schema import EFFECTIVE_FIELDS
 from projections.sqlfiles import query
 
@@ -29,20 +31,21 @@ Pair = tuple[str, str, str]              # (kind, name, tool key)
 _TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *EFFECTIVE_FIELDS)}
 
 
-def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> list[Subject] | None:
-    """Refresh the pairs the ways noted in `_effective_deltas` can touch, then the exposures of the agents
+def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], reaching: Reach) -> list[Subject] | None:
+    """Refresh the pairs the noted ways can touch, then the exposures of the agents
     whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown.
-    `notes`: that table's rows (kind, holder kind, holder, target, tool key)."""
+    `notes`: effective_deltas.py's notes (kind, holder kind, holder, target, tool key)."""
     if all(kind == "allowlist" or kind.startswith("grant") and key is not None for kind, *_, key in notes):
         # grants of one tool each (the frequent kind): their pairs are known without a query
         noted = [(holder_kind, holder, key or "", kind != "allowlist") for kind, holder_kind, holder, _, key in notes]
     else:
-        noted = run(con, query("way_coverage"))
+        with given_notes(con, notes) as (notes_table, params):
+            noted = run(con, query("way_coverage", notes=notes_table), params)
     if any(tool_key is None for *_, tool_key, _ in noted):
         return None  # a binding of a connector the read model does not know: the general query decides
-    parents = dict(run(con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
+    parents = reaching.parents
     ways = [(kind, holder, key) for kind, holder, key, is_way in noted if is_way]
-    reached = reach(con, {(kind, holder) for kind, holder, _ in ways if kind == "unit"}, parents)
+    reached = reaching.of({(kind, holder) for kind, holder, _ in ways if kind == "unit"})
     # An agent holder reaches itself; _winners skips an agent that is not current (one statement less).
     reached.update({(kind, holder): [(kind, holder, 0)] for kind, holder, _ in ways if kind == "agent"})
     pairs = sorted({(kind, name, key) for holder_kind, holder, key in ways
@@ -52,6 +55,20 @@ def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> lis
     if allowlists:
         changed |= _reexpose(con, allowlists)
     return sorted(changed)
+
+
+# The columns of effective_deltas.py's notes that its queries read, in this order.
+NOTED_COLUMNS = ("kind", "holder_kind", "holder", "target", "tool_key")
+
+
+@contextmanager
+def given_notes(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The notes (rows of NOTED_COLUMNS) as a FROM item for the queries that read them (the fragment
+    `notes` of grant_coverage.sql, grant_pattern_coverage.sql, way_coverage.sql) and its parameters: a
+    follower's batch keeps its notes in memory, not in a table."""
+    columns = {name: [row[i] for row in notes] for i, name in enumerate(NOTED_COLUMNS)}
+    with given_rows(con, "_delta_notes", columns, dict.fromkeys(NOTED_COLUMNS, "VARCHAR")) as found:
+        yield found
 
 
 def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[str, str | None]
@@ -191,19 +208,46 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
                 level, depth = [c for unit in level for c in children.get(unit, [])], depth + 1
             units_reached[holder] = found
     depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
-    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND unit IN "
-                       "(SELECT unnest($units::VARCHAR[]))", {"units": sorted({u for _, u in depth_of})}
-                  ) if depth_of else []
+    units = sorted({u for _, u in depth_of})
+    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND "
+                       + among("unit", "units", units), {"units": units}) if units else []
     reached: dict[Subject, list[tuple[str, str, int]]] = {}
     for holder, found in units_reached.items():
         reached[("unit", holder)] = [("unit", unit, depth) for unit, depth in found]
         reached[("unit", holder)] += [("agent", agent, depth_of[(holder, unit)] + 1) for agent, unit in members
                                       if (holder, unit) in depth_of]
     named = sorted(holder for kind, holder in holders if kind == "agent")
-    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND name IN "
-                                           "(SELECT unnest($names::VARCHAR[]))", {"names": named})} if named else set()
+    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND "
+                                           + among("name", "names", named), {"names": named})} if named else set()
     reached.update({("agent", name): [("agent", name, 0)] for name in agents})
     return reached
+
+
+class Reach:
+    """Who holders reach (`reach`), worked out once per transaction: the batch's flush works out its dirty
+    subjects with it (effective_part.py), and the deltas that refresh them in the same transaction reuse
+    it (two statements, and the recursive query it replaces, of a follower's pass). Only valid while
+    unit_history and agent_history do not change."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self._parents: dict[str, str | None] | None = None
+        self._found: dict[Subject, list[tuple[str, str, int]]] = {}
+
+    @property
+    def parents(self) -> dict[str, str | None]:
+        """Each current unit's parent."""
+        if self._parents is None:
+            self._parents = dict(run(self.con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
+        return self._parents
+
+    def of(self, holders: set[Subject]) -> dict[Subject, list[tuple[str, str, int]]]:
+        """`reach` of these holders (a new dict: callers add to it)."""
+        missing = holders - self._found.keys()
+        if missing:  # an agent holder reaches itself alone: no parents needed
+            found = reach(self.con, missing, self.parents if any(k == "unit" for k, _ in missing) else {})
+            self._found.update({holder: found.get(holder, []) for holder in missing})
+        return {holder: self._found[holder] for holder in holders if self._found[holder]}
 
 
 def exposure(kind: str, agent: tuple[str, bool] | None, schema_valid: bool, requires_state: bool) -> str | None:
@@ -230,6 +274,7 @@ def admitted(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None
 def render(con: duckdb.DuckDBPyConnection, subjects: list[Subject]) -> None:
     """Write these subjects' documents again from their rows."""
     if subjects:
+        names = [f"{kind}:{name}" for kind, name in subjects]
+        run(con, f"DELETE FROM effective_documents WHERE {among('subject', 'names', names)}", {"names": names})
         with subjects_registered(con, subjects):
-            run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
             run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))

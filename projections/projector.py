@@ -21,7 +21,7 @@ from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_columns, run
 from projections.effective_part import EffectivePart
-from projections.effective_sets import is_settled, refresh_dirty
+from projections.effective_sets import BatchDirty, is_settled, refresh_dirty
 from projections.subjects_part import SubjectsPart
 from projections.routing_part import RoutingPart
 from projections.proposals_part import ProposalsPart
@@ -58,8 +58,15 @@ class Tracking:
 
 
 def read_tracking(con: duckdb.DuckDBPyConnection) -> Tracking:
-    rows = run(con, "SELECT position, hash, events FROM tracking WHERE projection = ?", [PROJECTION])
-    return Tracking(*rows[0]) if rows else Tracking(0, GENESIS_HASH, 0)
+    return _read_state(con)[0]
+
+
+def _read_state(con: duckdb.DuckDBPyConnection) -> tuple[Tracking, int]:
+    """The tracking row and the position the effective sets are valid through (effective_sets.py)."""
+    position, head, events, valid = run(con, """
+        SELECT t.position, t.hash, t.events, (SELECT coalesce(max(position), 0) FROM effective_valid)
+        FROM (SELECT 1) LEFT JOIN tracking t ON t.projection = ?""", [PROJECTION])[0]
+    return (Tracking(position, head, events) if position is not None else Tracking(0, GENESIS_HASH, 0)), valid
 
 
 def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: bool = False) -> None:
@@ -87,12 +94,22 @@ def default_parts() -> list[Part]:
 class Projector:
     def __init__(self, con: duckdb.DuckDBPyConnection, parts: list[Part] | None = None) -> None:
         """`parts` fixes the parts' instances (tests); by default each batch gets fresh ones, so a
-        batch that failed leaves nothing buffered behind."""
+        batch that failed leaves nothing buffered behind.
+
+        The projector is the only writer of the tracking row and the sets' validity marker on its
+        connection: it remembers what it read or committed last (a statement of each follower's pass
+        saved), and forgets it when a transaction fails."""
         self.con = con
         self.fixed_parts = parts
+        self._state: tuple[Tracking, int] | None = None  # (tracking, the sets valid through)
 
     def tracking(self) -> Tracking:
-        return read_tracking(self.con)
+        return self._known()[0]
+
+    def _known(self) -> tuple[Tracking, int]:
+        if self._state is None:
+            self._state = _read_state(self.con)
+        return self._state
 
     def apply(self, envelopes: list[Envelope],
               also: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
@@ -131,34 +148,51 @@ class Projector:
         if unknown:
             raise IntegrityFailure(f"event type {unknown[0]} is unknown to this version of toolcat; "
                                    "upgrade before projecting", types=unknown)
+        # Sets valid through the batch's start: a batch that refreshes its own is all that is dirty.
+        valid = self._known()[1]
+        alone = settle and valid >= tracking.position
         run(self.con, "BEGIN TRANSACTION")
         try:
             new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, batch)
-            if settle:
-                refresh_dirty(self.con, new_tracking.position)
+            self._refresh(parts, new_tracking.position, settle, alone)
             if also is not None:
                 also(self.con)
             run(self.con, "COMMIT")
         except BaseException:
+            self._state = None
             run(self.con, "ROLLBACK")
             for part in parts:
                 part.discard()
             raise
+        self._state = (new_tracking, new_tracking.position if settle else valid)
         return new_tracking
+
+    def _refresh(self, parts: list[Part], position: int, settle: bool, alone: bool) -> None:
+        """Refresh the sets the batch touched through `position` (`alone`: from memory, nothing else was
+        dirty), or record them for a later refresh and, with `settle`, refresh every dirty set now."""
+        dirty = next((part.dirty for part in parts if isinstance(part, EffectivePart)), BatchDirty())
+        if alone:
+            refresh_dirty(self.con, position, dirty)
+            return
+        dirty.record(self.con)
+        if settle:
+            refresh_dirty(self.con, position)
 
     def settle(self) -> None:
         """Refresh the dirty effective sets through the tracking position, in a transaction of their own
         (the end of a catch-up, or the repair of one that crashed); nothing to do when already settled."""
-        position = self.tracking().position
-        if is_settled(self.con, position):
+        tracking = self.tracking()
+        if is_settled(self.con, tracking.position):
             return
         run(self.con, "BEGIN TRANSACTION")
         try:
-            refresh_dirty(self.con, position)
+            refresh_dirty(self.con, tracking.position)
             run(self.con, "COMMIT")
         except BaseException:
+            self._state = None
             run(self.con, "ROLLBACK")
             raise
+        self._state = (tracking, tracking.position)
 
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
                      handlers: dict[str, Handler], batch: Batch | None) -> Tracking:

@@ -70,6 +70,15 @@ def given_rows(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, lis
         yield "(SELECT " + ", ".join(f"unnest(${n}::{types[n]}[]) AS {n}" for n in columns) + ")", columns
 
 
+def among(column: str, parameter: str, values: list[Any], type_: str = "VARCHAR") -> str:
+    """A predicate: `column` is one of `values` (given as the list parameter `parameter`). A few are
+    looked up with list_contains, which DuckDB evaluates row by row with no join to plan and run (≈ 0.5 ms
+    less per statement of a follower's pass); many by a semi-join (list_contains would be quadratic)."""
+    if len(values) <= FEW_ROWS:
+        return f"list_contains(${parameter}::{type_}[], {column})"
+    return f"{column} IN (SELECT unnest(${parameter}::{type_}[]))"
+
+
 def select_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
     return con.sql(sql, params=params or None).to_arrow_table().to_pylist()
 

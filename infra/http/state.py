@@ -22,7 +22,7 @@ from infra.http.metrics import ServerMetrics
 from infra.projecting import changelog_publisher, project_kafka, store_pass, wait_for_events
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
-from projections.projector import Tracking, read_tracking
+from projections.projector import Projector, Tracking
 from projections.rows import run, scalar
 from projections.user_sql import sandbox_config
 
@@ -54,7 +54,9 @@ class ServerState:
         self._root = self.con.cursor()  # reader cursors are made from here, one at a time
         self._idle: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
         self._making = threading.Lock()
-        self.position = read_tracking(self.con).position
+        # The follower's projector, kept from pass to pass: it remembers the tracking row it wrote.
+        self.projector = Projector(self.con)
+        self.position = self.projector.tracking().position
         self._applied = threading.Condition()
         self._wake = threading.Event()
         self.stopping = threading.Event()
@@ -118,7 +120,7 @@ class ServerState:
         while not self.stopping.is_set():
             started = time.perf_counter()
             with self.writes:
-                tracking = store_pass(self.catalog, self.con, publish)
+                tracking = store_pass(self.catalog, self.con, publish, projector=self.projector)
             self._run_caught_up()
             self._announce(tracking, started)
             self._bound_wal()
@@ -144,7 +146,7 @@ class ServerState:
         """(After a store pass committed, before its changelog is published.) The changelog outbox holds
         one row per changed subject, at the position of the last event that changed it: those after the
         position announced last changed in this pass."""
-        position = read_tracking(con).position
+        position = self.projector.tracking().position
         if position > self.position:
             changed = run(con, "SELECT subject FROM changelog_outbox WHERE position > $p", {"p": self.position})
             self._tell(position, [subject for (subject,) in changed])

@@ -12,8 +12,8 @@ from domain.base import Meta
 from domain.naming import preset
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
-from projections import effective_deltas
 from projections.catchup import catch_up
+from projections.effective_ways import given_notes
 from projections.effective import INFINITY, effective_digest, subjects_at, subjects_registered
 from projections.projector import Projector
 from projections.rows import run
@@ -53,17 +53,18 @@ def con(tmp_path: Path) -> Any:
 def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
     names = [name.removesuffix(".sql") for name, _ in sql_files("sql")]
     assert "effective_set" in names and "materialized_differences" in names
-    # the follower's deltas read the grants a batch noted
-    effective_deltas.note(con, [{"kind": "grant_added", "position": 1, "holder_kind": "unit", "holder": "org",
-                                 "target": "arxiv.*", "tool_key": None}], general=False)
+    # the follower's deltas read the grants a batch noted, given as rows
+    noted = [["grant_added", "unit", "org", "arxiv.*", None]]
     for name in names:
         if name in ("effective_set", "effective_at"):
             continue  # CTEs only, or an expression: run through the files that include it
-        text = query(name, rows="effective_tools")
-        assert "{{" not in text, name
-        wanted = {key: PARAMETERS[key] for key in re.findall(r"\$(\w+)", text)}
-        with subjects_registered(con, subjects_at(con)):
-            run(con, text, wanted)
+        with given_notes(con, noted) as (notes, given):
+            text = query(name, rows="effective_tools", notes=notes)
+            assert "{{" not in text, name
+            values = {**PARAMETERS, **given} if notes in text else PARAMETERS
+            wanted = {key: values[key] for key in re.findall(r"\$(\w+)", text)}
+            with subjects_registered(con, subjects_at(con)):
+                run(con, text, wanted)
 
 
 def test_an_unknown_query_or_fragment_is_named(con: Any) -> None:
