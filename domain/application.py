@@ -19,6 +19,7 @@ from domain.base import Meta
 from domain.errors import Conflict, IdempotencyKeyReused
 from domain.history import HistoryRecord, plain_sqlite_store, read_history
 from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
+from domain.kept import KeptAggregates
 from domain.name import NameClaim, name_key
 from domain.namespace import NamespaceClaim, namespace_key, namespace_of
 from domain.naming import NamingPolicy, preset
@@ -93,8 +94,9 @@ class Batch:
 class _Command:
     """The aggregates one command read (kept ones, not copies: see `CatalogApplication._command`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: bool) -> None:
         self.reads: list[Aggregate] = []
+        self.kept = kept  # whether its reads take the kept aggregates as they are (domain/kept.py)
 
 
 class CatalogApplication(Application[uuid.UUID]):
@@ -103,6 +105,7 @@ class CatalogApplication(Application[uuid.UUID]):
     def __init__(self, env: Any = None) -> None:
         super().__init__(env)
         self._one_command = threading.RLock()
+        self.kept = KeptAggregates(self.repository, self.recorder)
 
     # -- reading aggregates -------------------------------------------------------------------
     def get_or_none(self, key: uuid.UUID, kind: type[A]) -> A | None:
@@ -113,10 +116,15 @@ class CatalogApplication(Application[uuid.UUID]):
             if aggregate.id == key:
                 return cast(A, aggregate)
         command = self._current_command()
-        try:
-            found = self.repository.get(key, deepcopy_from_cache=command is None)
-        except AggregateNotFoundError:
-            return None
+        if command is not None and command.kept:
+            found = self.kept.get(key)
+            if found is None:
+                return None
+        else:
+            try:
+                found = self.repository.get(key, deepcopy_from_cache=command is None)
+            except AggregateNotFoundError:
+                return None
         if command is not None:
             command.reads.append(found)
         return cast(A, found)
@@ -131,16 +139,19 @@ class CatalogApplication(Application[uuid.UUID]):
     def _command(self) -> Iterator[None]:
         """One command at a time (re-entrant: a compound's commands run inside it), reading the aggregates
         kept in memory (a server's cache) themselves, not copies: copying each one read was ≈ 30 % of a
-        write's CPU (a unit with a thousand grants copied whole for each grant). What a command changed and
-        did not save, or whose save failed, is dropped from the cache, to be read again from the store:
-        nothing a failed command did is kept."""
+        write's CPU (a unit with a thousand grants copied whole for each grant). The kept aggregates are
+        brought up to the store once as the command starts (domain/kept.py), not each time one is read.
+        What a command changed and did not save, or whose save failed, is dropped from the cache, to be
+        read again from the store: nothing a failed command did is kept."""
         with self._one_command:
             if self._current_command() is not None:
                 yield
                 return
             if not hasattr(self._running, "commands"):
                 self._running.commands = {}
-            command = self._running.commands[id(self)] = _Command()
+            if self.kept.enabled:
+                self.kept.sync()
+            command = self._running.commands[id(self)] = _Command(self.kept.enabled)
             try:
                 yield
             finally:
@@ -158,12 +169,7 @@ class CatalogApplication(Application[uuid.UUID]):
             raise
 
     def _forget(self, aggregates: list[Aggregate]) -> None:
-        cache = self.repository.cache
-        for aggregate in aggregates if cache is not None else ():
-            try:
-                cache.get(aggregate.id, evict=True)
-            except KeyError:
-                pass
+        self.kept.forget(aggregates)
 
     def owner_of(self, tool_id: str) -> Tool | None:
         """The tool that owns `tool_id` as canonical ID or alias (retired ones included)."""

@@ -11,8 +11,9 @@ import pytest
 
 from domain.base import Meta
 from domain.catalog import Catalog
-from domain.errors import Conflict
+from domain.errors import Conflict, UnknownSubject, UnknownTool
 from domain.grants import SubjectGrants, grants_key
+from domain.values import ToolSpec
 from infra.http.metrics import ServerMetrics
 from infra.http.state import ServerState
 from infra.settings import Settings
@@ -104,3 +105,57 @@ def test_a_dry_run_leaves_nothing_of_it_in_the_kept_aggregates(state: ServerStat
     assert _targets(catalog, "unit:eng") == before
     assert catalog.add_grant("unit:eng", "webfetch", META).position is not None
     assert _targets(catalog, "unit:eng") == before | {"webfetch"}
+
+
+class CountingReads:
+    """The store reads of a catalog's recorder, counted by kind (another process's writes are not)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.counts: dict[str, int] = {}
+        for name in ("select_events", "select_notifications", "max_notification_id"):
+            self._count(catalog.recorder, name)
+
+    def _count(self, recorder: Any, name: str) -> None:
+        read = getattr(recorder, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.counts[name] = self.counts.get(name, 0) + 1
+            return read(*args, **kwargs)
+        setattr(recorder, name, counted)
+
+
+def test_a_command_on_kept_aggregates_reads_the_store_once_besides_its_save(state: ServerState) -> None:
+    catalog = state.catalog
+    # given every aggregate a grant of webfetch to unit:eng reads is kept (the policy, the unit, its grants,
+    # the tool and its name)
+    catalog.add_grant("unit:eng", "webfetch", META)
+    catalog.revoke_grant("unit:eng", "webfetch", META)
+    reads = CountingReads(catalog)
+    # when it is granted again
+    assert catalog.add_grant("unit:eng", "webfetch", META).position is not None
+    # then the store was read once, for what others wrote since the last command, not once per aggregate
+    assert reads.counts == {"select_notifications": 1}
+
+
+def test_what_another_process_writes_is_seen_by_the_next_command(
+        state: ServerState, sqlite_settings: Settings) -> None:
+    catalog = state.catalog
+    # given the server kept unit:eng's grants, and found no unit:later and no tool web.crawl
+    catalog.add_grant("unit:eng", "webfetch", META)
+    with pytest.raises(UnknownSubject):
+        catalog.add_grant("unit:later", "webfetch", META)
+    with pytest.raises(UnknownTool):
+        catalog.add_grant("unit:eng", "web.crawl", META)
+    # when another process grants unit:eng a tool, creates unit:later and registers web.crawl
+    other = open_catalog(sqlite_settings)
+    try:
+        other.add_grant("unit:eng", "websearch", META)
+        other.create_unit("later", None, META)
+        other.register_tool("web.crawl", ToolSpec(source="builtin", group="retrieval", tier="default",
+                                                  visibility="public"), META)
+    finally:
+        other.close()
+    # then the server's next commands build on all three: no conflict, no unknown subject or tool
+    assert catalog.add_grant("unit:eng", "web.crawl", META).position is not None
+    assert catalog.add_grant("unit:later", "web.crawl", META).position is not None
+    assert _targets(catalog, "unit:eng") >= {"webfetch", "websearch", "web.crawl"}
