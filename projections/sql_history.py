@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from projections.envelope import Envelope
-from projections.rows import run
+from projections.rows import run, scalar
 from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
 from projections.sqlfiles import query
 
@@ -65,28 +65,38 @@ class SqlHistory(_BatchSql):
         # projector's connection, where a leftover would show (on failure the batch's transaction rolls
         # back, and the table with it).
         run(con, f"CREATE TEMP TABLE {_CHANGES} AS {query(self.changes)}", self.params)
+        # When no key changes twice in the batch (a follower's batch, nearly always), its changes need no
+        # window to be put in order: each closes its key's open version and opens one that stays open.
+        # DuckDB's window operators cost ≈ 2.5 ms each even for a few rows; the check ≈ 1 ms.
+        once = self.new_keys or scalar(con, f"SELECT count(*) = count(DISTINCT ({', '.join(self.keys)})) "
+                                            f"FROM {_CHANGES}")
         if not self.new_keys:
-            run(con, self._close_sql())
-        run(con, self._open_sql())
+            run(con, self._close_sql(once))
+        run(con, self._open_sql(once))
         run(con, f"DROP TABLE {_CHANGES}")
         self.clear()
 
-    def _close_sql(self) -> str:
+    def _close_sql(self, once: bool = False) -> str:
+        """Close each changed key's open version at its first change (`once`: its only one)."""
         keys = ", ".join(self.keys)
         match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
         effective_to = ", effective_to = c.effective_at" if self.bitemporal else ""
+        first = _CHANGES if once else (f"(SELECT * FROM {_CHANGES} QUALIFY row_number() OVER (PARTITION BY {keys} "
+                                       "ORDER BY position) = 1)")
         return (f"UPDATE {self.table} AS h SET valid_to = c.position, valid_to_time = c.recorded_at{effective_to} "
-                f"FROM (SELECT * FROM {_CHANGES} QUALIFY row_number() OVER (PARTITION BY {keys} "
-                f"ORDER BY position) = 1) AS c WHERE {match} AND h.valid_to IS NULL")
+                f"FROM {first} AS c WHERE {match} AND h.valid_to IS NULL")
 
-    def _open_sql(self) -> str:
-        following = f"OVER (PARTITION BY {', '.join(self.keys)} ORDER BY position)"
+    def _open_sql(self, once: bool = False) -> str:
+        """A version per change that does not end its key, closed by the key's next change (`once`: none)."""
+        def following(column: str) -> str:
+            return "NULL" if once else f"lead({column}) OVER (PARTITION BY {', '.join(self.keys)} ORDER BY position)"
         excluded = "position, recorded_at, ended" + (", effective_at" if self.bitemporal else "")
-        effective = (f", effective_at AS effective_from, lead(effective_at) {following} AS effective_to"
+        effective = (f", effective_at AS effective_from, {following('effective_at')} AS effective_to"
                      if self.bitemporal else "")
         return (f"INSERT INTO {self.table} BY NAME SELECT * EXCLUDE ({excluded}), position AS valid_from, "
-                f"lead(position) {following} AS valid_to, recorded_at AS valid_from_time, "
-                f"lead(recorded_at) {following} AS valid_to_time{effective} FROM {_CHANGES} QUALIFY NOT ended")
+                f"{following('position')} AS valid_to, recorded_at AS valid_from_time, "
+                f"{following('recorded_at')} AS valid_to_time{effective} FROM {_CHANGES} "
+                + ("WHERE NOT ended" if once else "QUALIFY NOT ended"))
 
 
 class SqlAppend(_BatchSql):
