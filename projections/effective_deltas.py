@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from projections.effective_ways import (NOTED_COLUMNS, Reach, admitted, exposure, given_notes, render, replace,
-                                        rerank)
+                                        rerank, stored_rows)
 from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
 
@@ -132,10 +132,11 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
             if best is None or depth < best[0]:
                 offers[(kind, name, key)] = (depth, holder_kind, holder)
     tools = {key: fields for _, _, key, *fields in covered}
+    rows, names = stored_rows(sorted({name for _, name, _ in offers}),
+                              "subject_kind, subject, tool_key, provenance, inherited_from, exposure")
     stored = {(kind, name, key): (provenance, inherited, exposed) for kind, name, key, provenance, inherited, exposed
-              in run(con, "SELECT subject_kind, subject, tool_key, provenance, inherited_from, exposure FROM "
-                          "effective_tools WHERE subject = ANY($names::VARCHAR[]) AND tool_key = ANY($keys::VARCHAR[])",
-                     {"keys": sorted(tools), "names": sorted({name for _, name, _ in offers})})}
+              in run(con, f"{rows}SELECT * FROM rows WHERE tool_key = ANY($keys::VARCHAR[])",
+                     {"keys": sorted(tools)} | names)}
     offered_agents = sorted({name for kind, name, _ in offers if kind == "agent"})
     agents = {name: (mode, allowlisted) for name, mode, allowlisted in run(con, f"""
         SELECT a.name, a.state_mode, l.agent IS NOT NULL FROM agent_history a

@@ -149,12 +149,22 @@ def _expose(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], agents: 
         admitted(con, undecided)
 
 
+def stored_rows(names: list[str], columns: str = "*") -> tuple[str, dict[str, Any]]:
+    """A `WITH rows AS (...)` clause: the rows (`columns`) of effective_tools of the subjects with these
+    names, of any kind (the caller filters the kind), and its parameters. A few names are found through
+    the subject index (migration 100): DuckDB scans the index only when no other filter is pushed into
+    the scan, which MATERIALIZED prevents (a lookup of a unit's 15 rows: 4.1 -> 2.3 ms)."""
+    return (f"WITH rows AS MATERIALIZED (SELECT {columns} FROM effective_tools WHERE "
+            f"{among('subject', 'stored_names', names)}) "), {"stored_names": names}
+
+
 def _write(con: duckdb.DuckDBPyConnection, pairs: list[Pair], winners: dict[Pair, dict[str, Any]]) -> set[Subject]:
     """Replace the stored rows of the pairs that differ from their winners; the subjects changed."""
+    rows, names = stored_rows(sorted({name for _, name, _ in pairs}))
     with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
         stored = {(r["subject_kind"], r["subject"], r["tool_key"]): r for r in select_rows(
-            con, f"SELECT e.* FROM effective_tools e JOIN {pairs_table} p USING (subject_kind, subject, tool_key)",
-            params)}
+            con, f"{rows}SELECT e.* FROM rows e JOIN {pairs_table} p USING (subject_kind, subject, tool_key)",
+            params | names)}
     differ = [p for p in pairs if stored.get(p) != winners.get(p)]
     if differ:
         replace(con, differ, [winners[p] for p in differ if p in winners])
@@ -176,8 +186,8 @@ def _pair_columns(pairs: list[Pair]) -> dict[str, list[str]]:
 
 def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
     """The exposures of these agents' rows worked out again (their allowlist changed); the agents changed."""
-    stored = select_rows(con, "SELECT * FROM effective_tools WHERE subject_kind = 'agent' "
-                              "AND subject = ANY($names::VARCHAR[])", {"names": names})
+    rows, params = stored_rows(names)
+    stored = select_rows(con, f"{rows}SELECT * FROM rows WHERE subject_kind = 'agent'", params)
     keys = sorted({row["tool_key"] for row in stored})
     tools = {row[0]: row[1:] for row in run(con, query("way_tools"), {"keys": keys})} if keys else {}
     agents = {name: (unit, mode, allowlisted, None) for name, unit, mode, allowlisted, _ in run(

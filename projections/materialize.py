@@ -8,6 +8,8 @@ from projections.effective import INFINITY, subjects_registered
 from projections.rows import run, scalar
 from projections.sqlfiles import query
 
+# effective_tools' index, dropped while a set-based pass rewrites the table (migration 100 explains it).
+SUBJECT_INDEX = "CREATE INDEX effective_tools_subject ON effective_tools (subject)"
 # The current sets: every event known, no effective-time cut.
 NOW = {"at": INFINITY, "effective_at": None}
 
@@ -61,7 +63,7 @@ def rebuild_all(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],
     run(con, "DROP INDEX IF EXISTS effective_tools_subject")
     run(con, "DELETE FROM effective_tools")
     run(con, "INSERT INTO effective_tools BY NAME SELECT * FROM _fresh_tools")
-    run(con, "CREATE INDEX effective_tools_subject ON effective_tools (subject_kind, subject)")
+    run(con, SUBJECT_INDEX)
     run(con, "DROP TABLE _fresh_tools")
     return sorted(changed)
 
@@ -94,7 +96,7 @@ def _materialize_first(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str,
     run(con, "DROP INDEX IF EXISTS effective_tools_subject")
     with subjects_registered(con, subjects):
         run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), NOW)
-    run(con, "CREATE INDEX effective_tools_subject ON effective_tools (subject_kind, subject)")
+    run(con, SUBJECT_INDEX)
     for start in range(0, len(subjects), chunk):
         with subjects_registered(con, subjects[start:start + chunk]):
             run(con, "INSERT INTO effective_documents BY NAME "
