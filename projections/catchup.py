@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import pyarrow as pa
 
@@ -55,7 +55,10 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
     tracking = projector.tracking()
     pages = chained_pages(history_reader(catalog), tracking, page_size, until)
     applied, settled = 0, False
-    with read_ahead(pages) as ahead:
+    # A follower's pass up to a head less than a page away is one page: nothing to overlap it with, so
+    # no thread to start and hand it over (a thread and its GIL hand-offs per pass of a server).
+    one_page = until is not None and until - tracking.position <= page_size
+    with (nullcontext(pages) if one_page else read_ahead(pages)) as ahead:
         for batch in ahead:
             # A catch-up of one page (a follower's) refreshes the sets in its transaction; a longer one
             # refreshes them after its last page is released: the set-based refresh is its memory peak.

@@ -46,7 +46,10 @@ class EffectivePart:
 
     handlers: dict[str, Handler] = {}
 
-    def __init__(self) -> None:
+    def __init__(self, reaching: Reach | None = None) -> None:
+        """`reaching`: who holders reach, as an earlier batch worked it out, when still true for this one
+        (the projector keeps it: subjects_part.REACH_EVENTS)."""
+        self.kept_reach = reaching
         self.discard()
 
     def discard(self) -> None:
@@ -94,7 +97,7 @@ class EffectivePart:
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         """Work out what the batch touched into `dirty`, for the projector to record or refresh."""
         self._reach_of_tool_changes(con)
-        reaching = Reach(con)
+        reaching = self.kept_reach or Reach(con)
         dirty = BatchDirty(self.touched(reaching), self.notes, self.general, reaching)
         self.discard()
         self.dirty = dirty

@@ -21,8 +21,9 @@ from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import insert_columns, run
 from projections.effective_part import EffectivePart
+from projections.effective_ways import Reach
 from projections.effective_sets import BatchDirty, is_settled, refresh_dirty
-from projections.subjects_part import SubjectsPart
+from projections.subjects_part import REACH_EVENTS, SubjectsPart
 from projections.routing_part import RoutingPart
 from projections.proposals_part import ProposalsPart
 
@@ -87,8 +88,8 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: boo
         position, head = envelope.position, envelope.hash
 
 
-def default_parts() -> list[Part]:
-    return [CatalogPart(), SubjectsPart(), EffectivePart(), RoutingPart(), ProposalsPart()]
+def default_parts(reaching: Reach | None = None) -> list[Part]:
+    return [CatalogPart(), SubjectsPart(), EffectivePart(reaching), RoutingPart(), ProposalsPart()]
 
 
 class Projector:
@@ -102,9 +103,21 @@ class Projector:
         self.con = con
         self.fixed_parts = parts
         self._state: tuple[Tracking, int] | None = None  # (tracking, the sets valid through)
+        # What the transactions committed since the caller last took them changed (`take_changes`), and
+        # when the last event applied was recorded: a server tells its watchers and its metrics from
+        # these, with no statement after the commit.
+        self._changed: set[str] = set()
+        self.last_recorded_at: str | None = None
+        self._reach: Reach | None = None  # who holders reach, as the last batch committed worked it out
 
     def tracking(self) -> Tracking:
         return self._known()[0]
+
+    def take_changes(self) -> list[str]:
+        """The subjects (`kind:name`) whose effective set a transaction committed since the last call
+        changed, at most once each; forgotten once taken."""
+        changed, self._changed = sorted(self._changed), set()
+        return changed
 
     def _known(self) -> tuple[Tracking, int]:
         if self._state is None:
@@ -140,11 +153,13 @@ class Projector:
                      also: Callable[[duckdb.DuckDBPyConnection], None] | None,
                      batch: Batch | None = None) -> Tracking:
         check_chain(fresh, tracking, chained_here)
-        parts = self.fixed_parts if self.fixed_parts is not None else default_parts()
+        types = {e.type for e in fresh}
+        kept_reach = self._reach if REACH_EVENTS.isdisjoint(types) else None
+        parts = self.fixed_parts if self.fixed_parts is not None else default_parts(kept_reach)
         handlers: dict[str, Handler] = {}
         for part in parts:
             handlers.update(part.handlers)
-        unknown = sorted({e.type for e in fresh} - set(handlers))
+        unknown = sorted(types - set(handlers))
         if unknown:
             raise IntegrityFailure(f"event type {unknown[0]} is unknown to this version of toolcat; "
                                    "upgrade before projecting", types=unknown)
@@ -154,29 +169,31 @@ class Projector:
         run(self.con, "BEGIN TRANSACTION")
         try:
             new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, batch)
-            self._refresh(parts, new_tracking.position, settle, alone)
+            changed = self._refresh(parts, new_tracking.position, settle, alone)
             if also is not None:
                 also(self.con)
             run(self.con, "COMMIT")
         except BaseException:
-            self._state = None
+            self._state = self._reach = None
             run(self.con, "ROLLBACK")
             for part in parts:
                 part.discard()
             raise
         self._state = (new_tracking, new_tracking.position if settle else valid)
+        self._changed.update(changed)
+        self._reach = next((part.dirty.reaching for part in parts if isinstance(part, EffectivePart)), None)
+        self.last_recorded_at = fresh[-1].recorded_at
         return new_tracking
 
-    def _refresh(self, parts: list[Part], position: int, settle: bool, alone: bool) -> None:
+    def _refresh(self, parts: list[Part], position: int, settle: bool, alone: bool) -> list[str]:
         """Refresh the sets the batch touched through `position` (`alone`: from memory, nothing else was
-        dirty), or record them for a later refresh and, with `settle`, refresh every dirty set now."""
+        dirty), or record them for a later refresh and, with `settle`, refresh every dirty set now; the
+        subjects whose set changed."""
         dirty = next((part.dirty for part in parts if isinstance(part, EffectivePart)), BatchDirty())
         if alone:
-            refresh_dirty(self.con, position, dirty)
-            return
+            return refresh_dirty(self.con, position, dirty)
         dirty.record(self.con)
-        if settle:
-            refresh_dirty(self.con, position)
+        return refresh_dirty(self.con, position) if settle else []
 
     def settle(self) -> None:
         """Refresh the dirty effective sets through the tracking position, in a transaction of their own
@@ -186,13 +203,14 @@ class Projector:
             return
         run(self.con, "BEGIN TRANSACTION")
         try:
-            refresh_dirty(self.con, tracking.position)
+            changed = refresh_dirty(self.con, tracking.position)
             run(self.con, "COMMIT")
         except BaseException:
             self._state = None
             run(self.con, "ROLLBACK")
             raise
         self._state = (tracking, tracking.position)
+        self._changed.update(changed)
 
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
                      handlers: dict[str, Handler], batch: Batch | None) -> Tracking:

@@ -22,6 +22,11 @@ def effective_at(data: dict[str, Any]) -> datetime | None:
     return datetime.fromisoformat(moment) if moment else None
 
 
+# Who a unit or agent holder reaches (effective_ways.Reach) is read from unit_history and agent_history,
+# which only these events change: a projector keeps what it learnt of it across batches without them.
+REACH_EVENTS = frozenset({"Unit.Created", "Agent.Created"})
+
+
 def _history(table: str, keys: tuple[str, ...], changes: str, *types: str) -> SqlHistory:
     return SqlHistory(table, keys, changes, frozenset(types))
 

@@ -47,7 +47,9 @@ class Home:
         else:
             self.catalog.create_agent("scout", "research", "stateless", META)
         self.con = open_read_model(settings)
-        catch_up(self.catalog, Projector(self.con))
+        # A follower keeps its projector from pass to pass, as a server does (it keeps who holders reach)
+        self.projector = Projector(self.con)
+        catch_up(self.catalog, self.projector)
 
     def close(self) -> None:
         self.con.close()
@@ -68,13 +70,14 @@ class Home:
             run(self.con, "ROLLBACK")  # the next example of a property test starts from a usable connection
             raise
         run(self.con, "COMMIT")
+        self.projector = Projector(self.con)  # the follower's was not the writer of this batch
         return changed
 
     def follow(self) -> list[str]:
         """Apply what was written as a follower's store pass does (the batch refreshes its own sets in its
         transaction, from memory): the subjects it queued for the changelog."""
-        position = Projector(self.con).tracking().position
-        store_pass(self.catalog, self.con, lambda con: 0)
+        position = self.projector.tracking().position
+        store_pass(self.catalog, self.con, lambda con: 0, projector=self.projector)
         return sorted(subject for (subject,) in run(
             self.con, "SELECT subject FROM changelog_outbox WHERE position > ?", [position]))
 
@@ -232,16 +235,17 @@ def test_any_batches_of_ways_added_and_removed_equal_the_general_query(voyage: H
         # when grants, revokes, bindings and allowlists come in one batch, then the deltas apply, and the
         # sets equal a recomputation from history (checked by `applied`), whether the batch's dirty
         # subjects went through the tables or (a follower's pass) stayed in memory
-        if (voyage.catalog.recorder.max_notification_id() or 0) > Projector(voyage.con).tracking().position:
+        if (voyage.catalog.recorder.max_notification_id() or 0) > voyage.projector.tracking().position:
             assert applied(voyage, follow) is not None
 
 
 def test_a_home_kept_by_a_follower_has_the_fingerprint_of_a_rebuild(home: Home, sqlite_settings: Settings,
                                                                    tmp_path: Path) -> None:
-    # given a follower that applies each write in its own store pass (the settled one-page path)
+    # given a follower that applies each write in its own store pass (the settled one-page path), with the
+    # projector it keeps from pass to pass
     def write(change: Any, *args: str) -> None:
         change(*args, META)
-        store_pass(home.catalog, home.con, lambda con: 0)
+        store_pass(home.catalog, home.con, lambda con: 0, projector=home.projector)
     # when grants, revokes, a new unit and a new agent arrive one by one
     write(home.catalog.add_grant, "unit:eng", "webfetch")
     write(home.catalog.add_grant, "agent:owl", "memory.*")
@@ -258,3 +262,21 @@ def test_a_home_kept_by_a_follower_has_the_fingerprint_of_a_rebuild(home: Home, 
         assert fingerprint(home.con) == fingerprint(rebuilt)
     finally:
         rebuilt.close()
+
+
+def test_a_kept_projector_tells_the_subjects_its_passes_changed_once(home: Home) -> None:
+    # given what the catch-up changed was told, then a grant to unit:night (agent owl below it) and one to
+    # agent:helper, each applied by a pass
+    assert "unit:night" in home.projector.take_changes()
+    home.catalog.add_grant("unit:night", "webfetch", META)
+    night = home.follow()
+    home.catalog.add_grant("agent:helper", "webfetch", META)
+    helper = home.follow()
+    # then the projector tells the subjects both passes changed, as they were queued for the changelog
+    assert home.projector.take_changes() == sorted(set(night) | set(helper)) == [
+        "agent:helper", "agent:owl", "unit:night"]
+    # and nothing once told, nor after a pass that changed no set
+    assert home.projector.take_changes() == []
+    home.catalog.publish_release("9.9.9", META)
+    assert home.follow() == []
+    assert home.projector.take_changes() == []

@@ -102,6 +102,23 @@ def test_the_follower_checkpoints_the_wal_it_grew_past_the_limit(state: ServerSt
         assert read_tracking(con).position == written
 
 
+def test_the_follower_checkpoints_only_at_rest_until_the_wal_passes_the_hard_limit(
+        state: ServerState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint holds the follower: while more events wait for it, it waits up to the hard limit."""
+    wal = Path(f"{state.settings.read_model_path}.wal")
+    monkeypatch.setattr("infra.http.state.WAL_LIMIT_BYTES", 0)
+    # given the store always holds more than a pass applied (writes keep coming)
+    monkeypatch.setattr(state, "store_head", lambda: 2**62)
+    # when a batch grows the WAL past the limit, it is not checkpointed
+    state.wait_for(state.catalog.create_unit("busy-1", None, META).position, 30)
+    time.sleep(0.5)
+    assert wal.exists() and wal.stat().st_size > 0
+    # until the WAL passes the hard limit
+    monkeypatch.setattr("infra.http.state.WAL_HARD_LIMIT_BYTES", 0)
+    state.wait_for(state.catalog.create_unit("busy-2", None, META).position, 30)
+    assert _emptied(wal)
+
+
 def test_a_copy_in_progress_does_not_hold_the_follower_past_the_wal_limit(state: ServerState,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A snapshot's copy holds `checkpoints`: the follower goes on applying batches meanwhile, and
