@@ -248,10 +248,14 @@ def test_an_outside_client_is_never_locked_out_and_always_sees_a_whole_read_mode
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
-        # republish while the writer writes, and at least PUBLISHES times
-        while writer.is_alive() or len(published) < PUBLISHES:
+        # republish while the writer writes, at least PUBLISHES times, and once more after its last write
+        # (a publish under way as the writer ends noted the position before its last batch)
+        while True:
+            done = not writer.is_alive()
             published.append(publish_snapshot(snapshot_con, home, pause, checkpoints))
             assert client.poll() is None, client.stderr.read() if client.stderr else ""
+            if done and len(published) >= PUBLISHES:
+                break
     finally:
         stop.touch()
         writer.join(timeout=120)
