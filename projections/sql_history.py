@@ -31,6 +31,7 @@ class _BatchSql:
     def __init__(self, types: frozenset[str]) -> None:
         self.types = types
         self.params: dict[str, Any] | None = None
+        self.alone = False
 
     def plan(self, envelopes: Sequence[Envelope], present: set[str], **params: Any) -> None:
         """Called from the part's prefetch with the batch (sorted by position), its event types (`present`)
@@ -38,6 +39,7 @@ class _BatchSql:
         batch of a few events runs no statement for it."""
         self.params = None if self.types.isdisjoint(present) else {
             "first": envelopes[0].position, "last": envelopes[-1].position, **params}
+        self.alone = len(envelopes) == 1  # one event: no key can change twice
 
     def clear(self) -> None:
         self.params = None
@@ -68,8 +70,8 @@ class SqlHistory(_BatchSql):
         # When no key changes twice in the batch (a follower's batch, nearly always), its changes need no
         # window to be put in order: each closes its key's open version and opens one that stays open.
         # DuckDB's window operators cost ≈ 2.5 ms each even for a few rows; the check ≈ 1 ms.
-        once = self.new_keys or scalar(con, f"SELECT count(*) = count(DISTINCT ({', '.join(self.keys)})) "
-                                            f"FROM {_CHANGES}")
+        once = self.new_keys or self.alone or scalar(
+            con, f"SELECT count(*) = count(DISTINCT ({', '.join(self.keys)})) FROM {_CHANGES}")
         if not self.new_keys:
             run(con, self._close_sql(once))
         run(con, self._open_sql(once))
