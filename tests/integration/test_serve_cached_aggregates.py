@@ -159,3 +159,28 @@ def test_what_another_process_writes_is_seen_by_the_next_command(
     assert catalog.add_grant("unit:eng", "web.crawl", META).position is not None
     assert catalog.add_grant("unit:later", "web.crawl", META).position is not None
     assert _targets(catalog, "unit:eng") >= {"webfetch", "websearch", "web.crawl"}
+
+
+def test_on_either_store_kept_aggregates_follow_another_writer(store_settings: Settings) -> None:
+    # given a catalog keeping aggregates (a server's) and another writer on the same store, SQLite or PostgreSQL
+    kept = Catalog(env={**store_env(store_settings), "AGGREGATE_CACHE_MAXSIZE": "1000"})
+    other = open_catalog(store_settings)
+    try:
+        other.register_tool("web.find", ToolSpec(source="builtin", group="retrieval", tier="default",
+                                                  visibility="public"), META)
+        kept.create_unit("eng", None, META)
+        kept.add_grant("unit:eng", "web.find", META)
+        with pytest.raises(UnknownSubject):
+            kept.add_grant("unit:ops", "web.find", META)
+        # when the other writer grants unit:eng a tool it registers and creates unit:ops
+        other.register_tool("web.crawl", ToolSpec(source="builtin", group="retrieval", tier="default",
+                                                   visibility="public"), META)
+        other.add_grant("unit:eng", "web.crawl", META)
+        other.create_unit("ops", None, META)
+        # then the keeping catalog's next commands build on all of it, and agree with the store
+        assert kept.revoke_grant("unit:eng", "web.find", META).position is not None
+        assert kept.add_grant("unit:ops", "web.crawl", META).position is not None
+        assert _targets(kept, "unit:eng") == _targets(other, "unit:eng") == {"web.crawl"}
+    finally:
+        other.close()
+        kept.close()
