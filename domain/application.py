@@ -94,9 +94,8 @@ class Batch:
 class _Command:
     """The aggregates one command read (kept ones, not copies: see `CatalogApplication._command`)."""
 
-    def __init__(self, kept: bool) -> None:
+    def __init__(self) -> None:
         self.reads: list[Aggregate] = []
-        self.kept = kept  # whether its reads take the kept aggregates as they are (domain/kept.py)
 
 
 class CatalogApplication(Application[uuid.UUID]):
@@ -116,7 +115,7 @@ class CatalogApplication(Application[uuid.UUID]):
             if aggregate.id == key:
                 return cast(A, aggregate)
         command = self._current_command()
-        if command is not None and command.kept:
+        if command is not None and self.kept.enabled:
             found = self.kept.get(key)
             if found is None:
                 return None
@@ -149,14 +148,13 @@ class CatalogApplication(Application[uuid.UUID]):
                 return
             if not hasattr(self._running, "commands"):
                 self._running.commands = {}
-            if self.kept.enabled:
-                self.kept.sync()
-            command = self._running.commands[id(self)] = _Command(self.kept.enabled)
+            self.kept.sync()
+            command = self._running.commands[id(self)] = _Command()
             try:
                 yield
             finally:
                 del self._running.commands[id(self)]
-                self._forget([a for a in command.reads if a.pending_events])
+                self.kept.forget([a for a in command.reads if a.pending_events])
 
     def _save(self, *aggregates: Aggregate) -> list[Any]:
         """Save; when it fails, the command's reads are dropped from the cache (saving took their pending
@@ -165,11 +163,8 @@ class CatalogApplication(Application[uuid.UUID]):
             return self.save(*aggregates)
         except BaseException:
             command = self._current_command()
-            self._forget([*aggregates, *(command.reads if command is not None else ())])
+            self.kept.forget([*aggregates, *(command.reads if command is not None else ())])
             raise
-
-    def _forget(self, aggregates: list[Aggregate]) -> None:
-        self.kept.forget(aggregates)
 
     def owner_of(self, tool_id: str) -> Tool | None:
         """The tool that owns `tool_id` as canonical ID or alias (retired ones included)."""

@@ -41,7 +41,10 @@ class KeptAggregates:
         return self.repository.cache is not None
 
     def sync(self) -> None:
-        """Bring what is kept up to the store's notification log (one read); called as a command starts."""
+        """Bring what is kept up to the store's notification log (one read); called as a command starts.
+        Nothing to do where nothing is kept (the command line's catalog)."""
+        if not self.enabled:
+            return
         if self.through is None:
             self._drop_all(self.recorder.max_notification_id() or 0)
             return

@@ -169,7 +169,8 @@ class Projector:
         run(self.con, "BEGIN TRANSACTION")
         try:
             new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, batch)
-            changed = self._refresh(parts, new_tracking.position, settle, alone)
+            dirty = next((part.dirty for part in parts if isinstance(part, EffectivePart)), BatchDirty())
+            changed = self._refresh(dirty, new_tracking.position, settle, alone)
             if also is not None:
                 also(self.con)
             run(self.con, "COMMIT")
@@ -181,15 +182,14 @@ class Projector:
             raise
         self._state = (new_tracking, new_tracking.position if settle else valid)
         self._changed.update(changed)
-        self._reach = next((part.dirty.reaching for part in parts if isinstance(part, EffectivePart)), None)
+        self._reach = dirty.reaching
         self.last_recorded_at = fresh[-1].recorded_at
         return new_tracking
 
-    def _refresh(self, parts: list[Part], position: int, settle: bool, alone: bool) -> list[str]:
-        """Refresh the sets the batch touched through `position` (`alone`: from memory, nothing else was
-        dirty), or record them for a later refresh and, with `settle`, refresh every dirty set now; the
+    def _refresh(self, dirty: BatchDirty, position: int, settle: bool, alone: bool) -> list[str]:
+        """Refresh the sets the batch touched (`dirty`) through `position` (`alone`: from memory, nothing else
+        was dirty), or record them for a later refresh and, with `settle`, refresh every dirty set now; the
         subjects whose set changed."""
-        dirty = next((part.dirty for part in parts if isinstance(part, EffectivePart)), BatchDirty())
         if alone:
             return refresh_dirty(self.con, position, dirty)
         dirty.record(self.con)

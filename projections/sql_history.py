@@ -78,7 +78,7 @@ class SqlHistory(_BatchSql):
         run(con, f"DROP TABLE {_CHANGES}")
         self.clear()
 
-    def _close_sql(self, once: bool = False) -> str:
+    def _close_sql(self, once: bool) -> str:
         """Close each changed key's open version at its first change (`once`: its only one)."""
         keys = ", ".join(self.keys)
         match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
@@ -88,7 +88,7 @@ class SqlHistory(_BatchSql):
         return (f"UPDATE {self.table} AS h SET valid_to = c.position, valid_to_time = c.recorded_at{effective_to} "
                 f"FROM {first} AS c WHERE {match} AND h.valid_to IS NULL")
 
-    def _open_sql(self, once: bool = False) -> str:
+    def _open_sql(self, once: bool) -> str:
         """A version per change that does not end its key, closed by the key's next change (`once`: none)."""
         def following(column: str) -> str:
             return "NULL" if once else f"lead({column}) OVER (PARTITION BY {', '.join(self.keys)} ORDER BY position)"
