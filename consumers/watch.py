@@ -16,6 +16,8 @@ def diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict
     changes = [{"change": "added", "tool_id": t, "row": new[t]} for t in sorted(new.keys() - old.keys())]
     changes += [{"change": "removed", "tool_id": t, "row": old[t]} for t in sorted(old.keys() - new.keys())]
     for tool_id in sorted(old.keys() & new.keys()):
+        if old[tool_id] == new[tool_id]:  # most rows: one comparison in C (a server's watch diffs in its event loop)
+            continue
         fields = {k: [old[tool_id][k], new[tool_id][k]] for k in new[tool_id] if old[tool_id].get(k) != new[tool_id][k]}
         if fields:
             changes.append({"change": "changed", "tool_id": tool_id, "fields": fields})

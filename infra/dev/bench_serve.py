@@ -1,7 +1,8 @@
 """`toolcat bench --only serve`: a real `toolcat serve` on loopback, under a bounded load that stops by itself.
 
 - command → visible through the server at 200 writes/s: each write's time from being sent to its change
-  arriving on the subject's watch stream (p50, p99);
+  arriving on the subject's watch stream (p50, p99), and, as `write_answered`, to the write's own answer
+  (the part of it spent before the follower can apply the write);
 - effective-set reads over HTTP at 500 requests/s on the 1k agents × 10k tools catalog (p50, p99);
 - snapshot lag, during the same writes to a second server publishing at most every SNAPSHOT_SECONDS: from a
   write's answer until a `snapshot.duckdb` opened by a plain DuckDB client holds it (with command → visible
@@ -143,6 +144,7 @@ class ServeFigures:
             "query": f"SELECT canonical_id FROM tools ORDER BY canonical_id LIMIT {int(per_second * seconds)}"}).json()]
         sent: dict[str, float] = {}
         answered: list[tuple[float, int]] = []  # (when, position) of each write's answer
+        answer_ms: list[float] = []  # each write's time from being sent to its answer
         latencies: list[float] = []
         listening, done = threading.Event(), threading.Event()
         failed: list[str] = []
@@ -177,10 +179,11 @@ class ServeFigures:
         def grant(index: int) -> None:
             if not hasattr(local, "client"):
                 local.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
-            sent[tools[index]] = time.perf_counter()
+            sent[tools[index]] = started = time.perf_counter()
             answer = local.client.post("/v1/grant/add", json={"subject": subject, "target": tools[index]})
             if answer.status_code == 200:
-                answered.append((time.perf_counter(), answer.json()["position"]))
+                answered.append((now := time.perf_counter(), answer.json()["position"]))
+                answer_ms.append((now - started) * 1000)
         if snapshots is not None:
             snapshots.start()
         achieved = _paced(per_second, seconds, 8, grant)
@@ -188,7 +191,8 @@ class ServeFigures:
         watcher.join(30)
         if failed or not latencies:
             raise RuntimeError(f"the watch stream saw none of the writes: {failed or 'no change arrived'}")
-        figures = {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies)}
+        figures = {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies),
+                   "write_answered": percentiles(answer_ms) if answer_ms else {}}
         if snapshots is not None:
             snapshots.until(max((p for _, p in answered), default=0), timeout=SNAPSHOT_SECONDS * 10 + 30)
             figures["snapshot_lag"] = {"snapshot_seconds": SNAPSHOT_SECONDS, **snapshots.lag(answered)}
