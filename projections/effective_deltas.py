@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from projections.effective_ways import (NOTED_COLUMNS, Reach, admitted, exposure, given_notes, render, replace,
-                                        rerank, stored_rows)
+                                        rerank, subject_rows)
 from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
 
@@ -132,7 +132,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
             if best is None or depth < best[0]:
                 offers[(kind, name, key)] = (depth, holder_kind, holder)
     tools = {key: fields for _, _, key, *fields in covered}
-    rows, names = stored_rows(sorted({name for _, name, _ in offers}),
+    rows, names = subject_rows(sorted({name for _, name, _ in offers}),
                               "subject_kind, subject, tool_key, provenance, inherited_from, exposure")
     stored = {(kind, name, key): (provenance, inherited, exposed) for kind, name, key, provenance, inherited, exposed
               in run(con, f"{rows}SELECT * FROM rows WHERE tool_key = ANY($keys::VARCHAR[])",

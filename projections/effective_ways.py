@@ -149,7 +149,7 @@ def _expose(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], agents: 
         admitted(con, undecided)
 
 
-def stored_rows(names: list[str], columns: str = "*") -> tuple[str, dict[str, Any]]:
+def subject_rows(names: list[str], columns: str = "*") -> tuple[str, dict[str, Any]]:
     """A `WITH rows AS (...)` clause: the rows (`columns`) of effective_tools of the subjects with these
     names, of any kind (the caller filters the kind), and its parameters. A few names are found through
     the subject index (migration 100): DuckDB scans the index only when no other filter is pushed into
@@ -160,7 +160,7 @@ def stored_rows(names: list[str], columns: str = "*") -> tuple[str, dict[str, An
 
 def _write(con: duckdb.DuckDBPyConnection, pairs: list[Pair], winners: dict[Pair, dict[str, Any]]) -> set[Subject]:
     """Replace the stored rows of the pairs that differ from their winners; the subjects changed."""
-    rows, names = stored_rows(sorted({name for _, name, _ in pairs}))
+    rows, names = subject_rows(sorted({name for _, name, _ in pairs}))
     with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
         stored = {(r["subject_kind"], r["subject"], r["tool_key"]): r for r in select_rows(
             con, f"{rows}SELECT e.* FROM rows e JOIN {pairs_table} p USING (subject_kind, subject, tool_key)",
@@ -186,7 +186,7 @@ def _pair_columns(pairs: list[Pair]) -> dict[str, list[str]]:
 
 def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
     """The exposures of these agents' rows worked out again (their allowlist changed); the agents changed."""
-    rows, params = stored_rows(names)
+    rows, params = subject_rows(names)
     stored = select_rows(con, f"{rows}SELECT * FROM rows WHERE subject_kind = 'agent'", params)
     keys = sorted({row["tool_key"] for row in stored})
     tools = {row[0]: row[1:] for row in run(con, query("way_tools"), {"keys": keys})} if keys else {}

@@ -123,7 +123,7 @@ class ServerState:
         publish_changes = changelog_publisher(self.settings)
 
         def publish(con: duckdb.DuckDBPyConnection) -> int:
-            self._note_changes(con)
+            self._note_changes()
             return publish_changes(con)
         while not self.stopping.is_set():
             started = time.perf_counter()
@@ -150,7 +150,7 @@ class ServerState:
             for ready in self.on_caught_up:
                 ready()
 
-    def _note_changes(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _note_changes(self) -> None:
         """(After a store pass committed, before its changelog is published.) The subjects whose set the
         pass changed, as its projector remembers them (no statement after the commit)."""
         position = self.projector.tracking().position
