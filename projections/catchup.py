@@ -5,13 +5,12 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
-import pyarrow as pa
 
 from domain.catalog import Catalog, HistoryRecord
 from projections.ahead import read_ahead
 from projections.envelope import chain_all
 from projections.heap import release_free_memory
-from projections.projector import Batch, Projector, Tracking, event_columns, upcast_all
+from projections.projector import Batch, Projector, Tracking, event_rows, upcast_all
 from projections.stored_rows import read_rows
 
 Reader = Callable[[int, int], list[HistoryRecord]]
@@ -89,7 +88,7 @@ def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int |
         position, head = envelopes[-1].position, envelopes[-1].hash
         last = len(records) < page_size or not _page(read, position, 1, until)
         del records  # built into the envelopes: not kept while the page is applied
-        yield Batch(envelopes, pa.table(event_columns(envelopes)), upcast_all(envelopes), last=last)
+        yield Batch(envelopes, event_rows(envelopes), upcast_all(envelopes), last=last)
         records = [] if last else _page(read, position, page_size, until)
 
 

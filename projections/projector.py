@@ -19,7 +19,7 @@ from domain.errors import IntegrityFailure
 from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
-from projections.rows import insert_columns, run
+from projections.rows import FEW_ROWS, insert_columns, run
 from projections.effective_part import EffectivePart
 from projections.effective_ways import Reach
 from projections.effective_sets import BatchDirty, is_settled, refresh_dirty
@@ -42,11 +42,11 @@ class Part(Protocol):
 
 @dataclass(frozen=True)
 class Batch:
-    """A page of envelopes chained from the store, with its `events` rows already built as an Arrow table
-    and its data upcast (by the catch-up's read-ahead thread, off the applying thread); `last`: no page
+    """A page of envelopes chained from the store, with its `events` rows already built (`event_rows`) and
+    its data upcast (by the catch-up's read-ahead thread, off the applying thread); `last`: no page
     follows it."""
     envelopes: list[Envelope]
-    events: pa.Table
+    events: pa.Table | dict[str, list[Any]]
     data: list[dict[str, Any]]  # each envelope's data upcast to its current class version
     last: bool = True
 
@@ -223,7 +223,7 @@ class Projector:
                 handle(envelope, batch.data[index] if batch else
                        upcast(envelope.type, envelope.type_version, envelope.data))
         # The batch's events first: the parts' SQL builds history tables from them (sql_history.py).
-        insert_columns(self.con, "events", batch.events if batch else event_columns(fresh))
+        insert_columns(self.con, "events", batch.events if batch else event_rows(fresh), EVENT_TYPES)
         for part in parts:
             part.flush(self.con)
         last = fresh[-1]
@@ -244,6 +244,11 @@ def upcast_all(envelopes: list[Envelope]) -> list[dict[str, Any]]:
 
 _EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_version", "type", "type_version",
                  "actor", "reason", "idempotency_key", "prev_hash", "hash")
+# The DuckDB types of the `events` columns (migration 001), for a few rows given as list parameters.
+EVENT_TYPES = {"position": "BIGINT", "prev_position": "BIGINT", "originator_id": "VARCHAR",
+               "originator_version": "BIGINT", "type": "VARCHAR", "type_version": "INTEGER", "actor": "VARCHAR",
+               "reason": "VARCHAR", "idempotency_key": "VARCHAR", "prev_hash": "VARCHAR", "hash": "VARCHAR",
+               "recorded_at": "TIMESTAMPTZ", "data": "VARCHAR"}
 
 
 # json.dumps(value, sort_keys=True) builds an encoder on every call; one built once writes the same bytes.
@@ -253,6 +258,15 @@ _DATA_ENCODER = json.JSONEncoder(sort_keys=True)
 # No `markers` (the check for cycles): data read from JSON holds none. None without json's C accelerator.
 _C_ENCODER = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
     None, _DATA_ENCODER.default, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True)
+
+
+def event_rows(envelopes: list[Envelope]) -> pa.Table | dict[str, list[Any]]:
+    """The `events` rows of a batch as insert_columns takes them with EVENT_TYPES: a follower's few as
+    columns, which go as list parameters (an Arrow table registered and dropped again costs ≈ 1 ms of a
+    small pass more, and building it imports a module that fails to import each time), many as an Arrow
+    table (built once, by the catch-up's read-ahead thread)."""
+    columns = event_columns(envelopes)
+    return columns if len(envelopes) <= FEW_ROWS else pa.table(columns)
 
 
 def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:

@@ -197,7 +197,7 @@ def test_given_the_story_when_caught_up_one_event_per_page_or_in_one_page_then_t
 
             paged = catch_up(catalog, Projector(small), page_size=1, progress=live)
             assert paged == catch_up(catalog, Projector(big), page_size=100_000)
-            for name in [*HISTORY_TABLES, "effective_history"]:
+            for name in [*HISTORY_TABLES, "effective_history", "events", "effective_documents"]:
                 assert table(small, name) == table(big, name), name
             # as of every single event (also inside a multi-event command), both answer what was live then
             assert sorted(after_each_event) == list(range(1, paged.position + 1))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from domain.base import Meta
@@ -17,8 +18,8 @@ from projections.catchup import catch_up
 from projections.envelope import Envelope
 from projections.fingerprint import fingerprint
 from projections.migrate import migrate
-from projections.projector import Projector, event_columns
-from projections.rows import insert_columns, select_rows
+from projections.projector import EVENT_TYPES, Projector, event_columns, event_rows
+from projections.rows import FEW_ROWS, insert_columns, select_rows
 from projections.schema import HISTORY_TABLES
 from projections.sqlfiles import query
 from projections.subjects_part import REACH_EVENTS, SubjectsPart, effective_at
@@ -159,3 +160,28 @@ def test_the_events_that_change_who_a_holder_reaches_are_those_of_unit_and_agent
     # a projector keeps who holders reach across batches without these (effective_ways.Reach reads the two)
     histories = {history.table: history.types for history in SubjectsPart().histories}
     assert REACH_EVENTS == histories["unit_history"] | histories["agent_history"]
+
+
+def test_given_a_follower_s_few_events_when_inserted_as_list_parameters_then_the_rows_are_those_arrow_writes() -> None:
+    # given a few events of every kind of value: another offset, microseconds, a reason or none,
+    # an idempotency key, data with text JSON escapes
+    forms = stored_forms()
+    forms[1] = forms[1].model_copy(update={
+        "recorded_at": "2026-05-01T14:30:00.123456+02:00", "reason": "why", "idempotency_key": "k-1",
+        "actor": "token:ops", "data": {"note": "caf\u00e9 \"q\" \\ \n", "n": 1.5}})
+    few = event_rows(forms)
+    assert len(forms) <= FEW_ROWS and isinstance(few, dict)
+    by_lists, by_arrow = duckdb.connect(), duckdb.connect()
+    for con in (by_lists, by_arrow):
+        migrate(con)
+
+    # when they are inserted as a follower's pass does (list parameters) and as a catch-up's page does (Arrow)
+    insert_columns(by_lists, "events", few, EVENT_TYPES)
+    insert_columns(by_arrow, "events", pa.table(event_columns(forms)))
+
+    # then the rows are the same, to the microsecond and the byte
+    def rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+        return select_rows(con, "SELECT * EXCLUDE (recorded_at), epoch_us(recorded_at) AS at, data::VARCHAR AS text "
+                                "FROM events ORDER BY position")
+    assert rows(by_lists) == rows(by_arrow)
+    assert rows(by_lists)[1]["at"] == 1777638600123456  # 14:30:00.123456 at +02:00 is 12:30:00.123456 UTC
