@@ -103,7 +103,7 @@ class ServeFigures:
         try:
             with httpx.Client(base_url=self._address(process), headers={"Authorization": f"Bearer {token}"},
                               timeout=60) as client:
-                self._ready(client)
+                self._ready(client, process)
                 yield client
         finally:
             process.send_signal(signal.SIGTERM)
@@ -117,8 +117,15 @@ class ServeFigures:
             time.sleep(0.1)
         return address.url
 
-    def _ready(self, client: httpx.Client) -> None:
+    def _ready(self, client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
+        """Until the server has caught up; a server whose follower keeps failing (it retries, and is never
+        ready) or that exited ends the bench with its reason, not a wait without end."""
+        deadline = time.monotonic() + 300
         while client.get("/v1/ready").status_code != 200:
+            if process.poll() is not None or time.monotonic() > deadline:
+                failure = "it exited" if process.poll() is not None else client.get("/v1/health").json().get(
+                    "failure", "it did not catch up in 300 s")
+                raise RuntimeError(f"toolcat serve never became ready: {failure}")
             time.sleep(0.2)
 
     def _reads(self, client: httpx.Client, agents: list[str], seconds: float, per_second: int = 500) -> dict[str, Any]:
