@@ -5,7 +5,6 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
-
 from domain.catalog import Catalog, HistoryRecord
 from projections.ahead import read_ahead
 from projections.envelope import chain_all

@@ -133,7 +133,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
                 offers[(kind, name, key)] = (depth, holder_kind, holder)
     tools = {key: fields for _, _, key, *fields in covered}
     rows, names = subject_rows(sorted({name for _, name, _ in offers}),
-                              "subject_kind, subject, tool_key, provenance, inherited_from, exposure")
+                               "subject_kind, subject, tool_key, provenance, inherited_from, exposure")
     stored = {(kind, name, key): (provenance, inherited, exposed) for kind, name, key, provenance, inherited, exposed
               in run(con, f"{rows}SELECT * FROM rows WHERE tool_key = ANY($keys::VARCHAR[])",
                      {"keys": sorted(tools)} | names)}

@@ -223,7 +223,7 @@ class Projector:
                 handle(envelope, batch.data[index] if batch else
                        upcast(envelope.type, envelope.type_version, envelope.data))
         # The batch's events first: the parts' SQL builds history tables from them (sql_history.py).
-        insert_columns(self.con, "events", batch.events if batch else event_rows(fresh), EVENT_TYPES)
+        insert_columns(self.con, "events", batch.events if batch else event_columns(fresh), EVENT_TYPES)
         for part in parts:
             part.flush(self.con)
         last = fresh[-1]
@@ -242,13 +242,13 @@ def upcast_all(envelopes: list[Envelope]) -> list[dict[str, Any]]:
     return [upcast(e.type, e.type_version, e.data) for e in envelopes]
 
 
-_EVENT_FIELDS = ("position", "prev_position", "originator_id", "originator_version", "type", "type_version",
-                 "actor", "reason", "idempotency_key", "prev_hash", "hash")
 # The DuckDB types of the `events` columns (migration 001), for a few rows given as list parameters.
 EVENT_TYPES = {"position": "BIGINT", "prev_position": "BIGINT", "originator_id": "VARCHAR",
                "originator_version": "BIGINT", "type": "VARCHAR", "type_version": "INTEGER", "actor": "VARCHAR",
                "reason": "VARCHAR", "idempotency_key": "VARCHAR", "prev_hash": "VARCHAR", "hash": "VARCHAR",
                "recorded_at": "TIMESTAMPTZ", "data": "VARCHAR"}
+# The columns copied from the envelope as they are (recorded_at and data are converted).
+_EVENT_FIELDS = tuple(name for name in EVENT_TYPES if name not in ("recorded_at", "data"))
 
 
 # json.dumps(value, sort_keys=True) builds an encoder on every call; one built once writes the same bytes.
@@ -261,10 +261,10 @@ _C_ENCODER = None if json.encoder.c_make_encoder is None else json.encoder.c_mak
 
 
 def event_rows(envelopes: list[Envelope]) -> pa.Table | dict[str, list[Any]]:
-    """The `events` rows of a batch as insert_columns takes them with EVENT_TYPES: a follower's few as
-    columns, which go as list parameters (an Arrow table registered and dropped again costs ≈ 1 ms of a
-    small pass more, and building it imports a module that fails to import each time), many as an Arrow
-    table (built once, by the catch-up's read-ahead thread)."""
+    """The `events` rows of a page as insert_columns takes them with EVENT_TYPES, built where the page is
+    read: a follower's few as columns (insert_columns gives them as list parameters; building an Arrow
+    table for them imports a module that fails to import each time), many as the Arrow table insert_columns
+    would build from them, but built here, by the catch-up's read-ahead thread, off the applying thread."""
     columns = event_columns(envelopes)
     return columns if len(envelopes) <= FEW_ROWS else pa.table(columns)
 

@@ -122,8 +122,9 @@ class ServeFigures:
         ready) or that exited ends the bench with its reason, not a wait without end."""
         deadline = time.monotonic() + 300
         while client.get("/v1/ready").status_code != 200:
-            if process.poll() is not None or time.monotonic() > deadline:
-                failure = "it exited" if process.poll() is not None else client.get("/v1/health").json().get(
+            exited = process.poll() is not None
+            if exited or time.monotonic() > deadline:
+                failure = "it exited" if exited else client.get("/v1/health").json().get(
                     "failure", "it did not catch up in 300 s")
                 raise RuntimeError(f"toolcat serve never became ready: {failure}")
             time.sleep(0.2)
