@@ -91,6 +91,11 @@ class KeptAggregates:
             except KeyError:
                 pass
 
+    def drop_all(self) -> None:
+        """Keep nothing: what is kept may show changes the store never recorded (a commit that failed)."""
+        if self.enabled:
+            self._drop_all(self.recorder.max_notification_id() or 0)
+
     def _drop_all(self, through: int) -> None:
         """Keep nothing, known current through `through` (a fresh cache: LRUCache.clear keeps its entries)."""
         cache: Any = self.repository.cache

@@ -28,11 +28,8 @@ def run_command(request: Request, command: str, values: dict[str, Any]) -> Reply
 
 
 def run_write(request: Request, command: str, values: dict[str, Any]) -> Reply:
-    """A write command, run alone (`ServerState.commands`), then the follower told to look now."""
-    state = server_of(request)
-    with state.commands:
-        reply = run_command(request, command, values)
-    state.nudge()
+    """A write command, run by the server's writer (infra/http/writer.py): answered once committed."""
+    reply: Reply = server_of(request).writer.run(lambda: run_command(request, command, values))
     return reply
 
 

@@ -34,6 +34,8 @@ class ServerMetrics:
                                   registry=r)
         self.snapshot_published = Gauge("toolcat_snapshot_published_timestamp_seconds",
                                         "when snapshot.duckdb was last published (Unix time)", registry=r)
+        self.write_group = Histogram("toolcat_write_group_commands", "write commands recorded by one store commit",
+                                     buckets=(1, 2, 4, 8, 16, 32), registry=r)
         self.requests = Histogram("toolcat_http_request_duration_seconds", "request latency by route",
                                   ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=r)
 

@@ -20,6 +20,7 @@ import duckdb
 from domain.catalog import Catalog
 from infra.freshness import Freshness, not_reached
 from infra.http.metrics import ServerMetrics
+from infra.http.writer import Writer
 from infra.projecting import changelog_publisher, project_kafka, store_pass, wait_for_events
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
@@ -69,13 +70,12 @@ class ServerState:
         self._wake = threading.Event()
         self.stopping = threading.Event()
         self.writes = threading.RLock()  # held by the follower while it applies a pass
-        # Held by each write command the server runs (answers.run_write): one at a time. Run together they
-        # refused each other as conflicts (409) whenever they changed the same aggregate (grants to one
-        # subject), and the aggregate cache copied one while another brought it up to date (a 500); the
-        # store takes one writer at a time anyway, and the GIL one command's Python. (The catalog also runs
-        # its commands' batches one at a time, CatalogApplication._command; this covers a whole write, e.g.
-        # an apply's checks before its batch.)
-        self.commands = threading.Lock()
+        # Runs every write command the server answers (answers.run_write), one at a time on its thread, and
+        # commits those that queued together. Run together they refused each other as conflicts (409)
+        # whenever they changed the same aggregate (grants to one subject), and the aggregate cache copied
+        # one while another brought it up to date (a 500); the store takes one writer at a time anyway, and
+        # the GIL one command's Python.
+        self.writer = Writer(self.catalog, self._written)
         self.failure: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.batch_event: asyncio.Event | None = None
@@ -92,6 +92,7 @@ class ServerState:
 
     # -- the follower ---------------------------------------------------------------------------------
     def start(self) -> None:
+        self.writer.start()
         if self.position >= self.store_head():
             self._run_caught_up()
         self._thread = threading.Thread(target=self._follow, name="toolcat-follower", daemon=True)
@@ -99,6 +100,7 @@ class ServerState:
 
     def stop(self) -> None:
         """Finish the current batch, then close everything."""
+        self.writer.stop()
         self.stopping.set()
         self._wake.set()
         if self._thread is not None:
@@ -219,8 +221,13 @@ class ServerState:
         return self.batch_event
 
     def nudge(self) -> None:
-        """New events are in the store (a write just answered): look now, not at the next poll."""
+        """New events are in the store (a write just committed): look now, not at the next poll."""
         self._wake.set()
+
+    def _written(self, commands: int) -> None:
+        """The writer committed `commands` write commands together."""
+        self.metrics.write_group.observe(commands)
+        self.nudge()
 
     @contextlib.contextmanager
     def pause_writes(self) -> Iterator[None]:
@@ -281,7 +288,8 @@ class ServerState:
     @contextlib.contextmanager
     def read_model(self, freshness: Freshness) -> Iterator[duckdb.DuckDBPyConnection]:
         """A reader cursor in a transaction of its own, once the read model is as fresh as asked
-        (`wait_until_fresh`)."""
+        (`wait_until_fresh`). A write command that reads it first commits what its group wrote."""
+        self.writer.flush()
         self.wait_until_fresh(freshness)
         try:
             cursor = self._idle.get_nowait()

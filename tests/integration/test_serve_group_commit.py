@@ -1,0 +1,183 @@
+"""The server's writer (infra/http/writer.py) on a real SQLite store: the write commands that queue while it
+is busy are recorded by one commit, each keeps its own outcome (one that fails is undone alone), none is
+answered before its commit, and a store it cannot write to refuses the command as unavailable without
+stopping the writer."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import RecordConflictError
+
+from domain.application import WriteResult
+from domain.base import Meta
+from domain.catalog import Catalog
+from domain.errors import Unavailable
+from domain.grants import SubjectGrants, grants_key
+from infra.http.writer import Writer
+from infra.settings import Settings
+from infra.wiring import open_catalog
+from tests.support import run_example
+
+META = Meta(actor="tester")
+TOOLS = ["webfetch", "websearch", "codesearch", "glob"]
+
+
+class Probe(Aggregate):
+    """An aggregate of this test's own, saved beside a stale one so that the save fails halfway."""
+
+
+@pytest.fixture
+def catalog(sqlite_settings: Settings) -> Iterator[Catalog]:
+    run_example(sqlite_settings.home)
+    kept = open_catalog(sqlite_settings, cached_aggregates=1000)
+    try:
+        yield kept
+    finally:
+        kept.close()
+
+
+class Recorder:
+    """A writer on `catalog`, and the number of commands of each of its commits."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.commits: list[int] = []
+        self.writer = Writer(catalog, self.commits.append)
+
+    def __enter__(self) -> Recorder:
+        self.writer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.writer.stop()
+
+
+def _committed_head(settings: Settings) -> int:
+    """The store's last position as another process sees it: what is committed."""
+    with sqlite3.connect(settings.event_store_path) as other:
+        return other.execute("SELECT max(rowid) FROM stored_events").fetchone()[0]
+
+
+def _targets(catalog: Catalog) -> set[str]:
+    grants = catalog.repository.get(grants_key("unit:eng"))
+    assert isinstance(grants, SubjectGrants)
+    return set(grants.targets.values())
+
+
+def _behind_a_busy_writer(recorder: Recorder, pool: ThreadPoolExecutor,
+                          calls: list[Callable[[], Any]]) -> list[Future[Any]]:
+    """`calls` sent while the writer is busy with another command (which writes nothing), so that they
+    queue behind it and run as one group."""
+    go, busy = threading.Event(), threading.Event()
+
+    def blocker() -> None:
+        busy.set()
+        go.wait(10)
+    blocking = pool.submit(recorder.writer.run, blocker)
+    busy.wait(10)
+    futures = [pool.submit(recorder.writer.run, call) for call in calls]
+    while recorder.writer.queued < len(calls):
+        threading.Event().wait(0.005)
+    go.set()
+    blocking.result(10)
+    return futures
+
+
+def test_commands_queued_behind_a_busy_writer_are_recorded_by_one_commit(
+        catalog: Catalog, sqlite_settings: Settings) -> None:
+    head = _committed_head(sqlite_settings)
+    seen_by_others: list[int] = []
+
+    def grant(tool: str) -> Callable[[], WriteResult]:
+        def call() -> WriteResult:
+            seen_by_others.append(_committed_head(sqlite_settings))
+            return catalog.add_grant("unit:eng", tool, META)
+        return call
+    # given four grants sent while the writer is busy with the first
+    with Recorder(catalog) as recorder, ThreadPoolExecutor(5) as pool:
+        results = [future.result(10) for future in _behind_a_busy_writer(recorder, pool, [grant(t) for t in TOOLS])]
+    # then one commit recorded all four, at the next four positions
+    assert recorder.commits == [1, 4]  # (the first: the command they queued behind)
+    assert [result.position for result in results] == [head + 1, head + 2, head + 3, head + 4]
+    # and while they ran, no other process saw any of them
+    assert seen_by_others == [head] * 4
+    assert _committed_head(sqlite_settings) == head + 4
+
+
+def test_a_command_whose_save_fails_in_a_group_is_undone_alone(catalog: Catalog, sqlite_settings: Settings) -> None:
+    head = _committed_head(sqlite_settings)
+    reader = open_catalog(sqlite_settings)  # read as another process would: not the kept unit
+    try:
+        stale = reader.repository.get(grants_key("unit:eng"))  # soon behind the kept unit
+    finally:
+        reader.close()
+    assert isinstance(stale, SubjectGrants)
+    probe = Probe()
+
+    def stale_save() -> Any:
+        # the probe is inserted first, then the stale grants' event conflicts with the first grant's
+        stale.add("edit", None, META)
+        return catalog.save(probe, stale)
+    calls = [lambda: catalog.add_grant("unit:eng", TOOLS[0], META), stale_save,
+             lambda: catalog.add_grant("unit:eng", TOOLS[1], META)]
+    with Recorder(catalog) as recorder, ThreadPoolExecutor(4) as pool:
+        futures = _behind_a_busy_writer(recorder, pool, calls)
+        first, third = futures[0].result(10), futures[2].result(10)
+        with pytest.raises(RecordConflictError):
+            futures[1].result(10)
+    # then nothing of the failed save is recorded, not even the probe inserted before the conflict
+    with pytest.raises(AggregateNotFoundError):
+        catalog.repository.get(probe.id)
+    assert "edit" not in _targets(catalog)
+    # and the two grants around it are recorded by the same commit, at consecutive positions
+    assert recorder.commits == [1, 3]
+    assert (first.position, third.position) == (head + 1, head + 2)
+    assert _committed_head(sqlite_settings) == head + 2
+
+
+def test_a_command_that_reads_the_read_model_first_commits_what_its_group_wrote(
+        catalog: Catalog, sqlite_settings: Settings) -> None:
+    head = _committed_head(sqlite_settings)
+    answered: list[int | None] = []
+    with Recorder(catalog) as recorder, ThreadPoolExecutor(3) as pool:
+        def reader() -> int:
+            recorder.writer.flush()  # what the server's read_model does before leasing the read model
+            answered.append(futures[0].result(5).position)  # (a TimeoutError if it waited for this one)
+            return _committed_head(sqlite_settings)
+        futures: list[Future[Any]] = []
+        futures += _behind_a_busy_writer(recorder, pool, [lambda: catalog.add_grant("unit:eng", TOOLS[0], META),
+                                                          reader])
+        first, committed = futures[0].result(10), futures[1].result(10)
+    # then the grant was committed, and answered, before the command went on to read
+    assert committed == first.position == head + 1
+    assert answered == [head + 1]
+    assert recorder.commits == [1, 1, 1]
+
+
+def test_a_store_another_process_holds_refuses_the_command_as_unavailable_and_the_next_one_is_written(
+        sqlite_settings: Settings) -> None:
+    run_example(sqlite_settings.home)
+    settings = sqlite_settings.model_copy(update={"sqlite_lock_timeout_seconds": 1})
+    catalog = open_catalog(settings, cached_aggregates=1000)
+    other = sqlite3.connect(settings.event_store_path, isolation_level=None)
+    try:
+        with Recorder(catalog) as recorder:
+            # given another process holds the store's write lock
+            other.execute("BEGIN IMMEDIATE")
+            # when a command comes, it is refused as unavailable, saying why, and nothing is written
+            head = _committed_head(settings)
+            with pytest.raises(Unavailable, match="could not begin a write: database is locked"):
+                recorder.writer.run(lambda: catalog.add_grant("unit:eng", TOOLS[0], META))
+            # and once the other process lets go, the same command is written
+            other.execute("ROLLBACK")
+            assert recorder.writer.run(lambda: catalog.add_grant("unit:eng", TOOLS[0], META)).position == head + 1
+        assert recorder.commits == [1, 1]
+    finally:
+        other.close()
+        catalog.close()
