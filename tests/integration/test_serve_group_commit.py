@@ -1,7 +1,7 @@
 """The server's writer (infra/http/writer.py) on a real SQLite store: the write commands that queue while it
 is busy are recorded by one commit, each keeps its own outcome (one that fails is undone alone), none is
 answered before its commit, and a store it cannot write to refuses the command as unavailable without
-stopping the writer."""
+stopping the writer. On PostgreSQL the writer runs them the same way, each committed on its own."""
 from __future__ import annotations
 
 import sqlite3
@@ -18,8 +18,9 @@ from eventsourcing.persistence import RecordConflictError
 from domain.application import WriteResult
 from domain.base import Meta
 from domain.catalog import Catalog
-from domain.errors import Unavailable
+from domain.errors import Unavailable, UnknownTool
 from domain.grants import SubjectGrants, grants_key
+from domain.values import ToolSpec
 from infra.http.writer import Writer
 from infra.settings import Settings
 from infra.wiring import open_catalog
@@ -64,6 +65,15 @@ def _committed_head(settings: Settings) -> int:
         return other.execute("SELECT max(rowid) FROM stored_events").fetchone()[0]
 
 
+def _noting(seen: list[int], committed_head: Callable[[], int], catalog: Catalog,
+            tool: str) -> Callable[[], WriteResult]:
+    """A grant of `tool` to unit:eng that first notes the store's head as another process sees it."""
+    def grant() -> WriteResult:
+        seen.append(committed_head())
+        return catalog.add_grant("unit:eng", tool, META)
+    return grant
+
+
 def _targets(catalog: Catalog) -> set[str]:
     grants = catalog.repository.get(grants_key("unit:eng"))
     assert isinstance(grants, SubjectGrants)
@@ -93,15 +103,10 @@ def test_commands_queued_behind_a_busy_writer_are_recorded_by_one_commit(
         catalog: Catalog, sqlite_settings: Settings) -> None:
     head = _committed_head(sqlite_settings)
     seen_by_others: list[int] = []
-
-    def grant(tool: str) -> Callable[[], WriteResult]:
-        def call() -> WriteResult:
-            seen_by_others.append(_committed_head(sqlite_settings))
-            return catalog.add_grant("unit:eng", tool, META)
-        return call
-    # given four grants sent while the writer is busy with the first
+    grants = [_noting(seen_by_others, lambda: _committed_head(sqlite_settings), catalog, tool) for tool in TOOLS]
+    # given four grants sent while the writer is busy with another command
     with Recorder(catalog) as recorder, ThreadPoolExecutor(5) as pool:
-        results = [future.result(10) for future in _behind_a_busy_writer(recorder, pool, [grant(t) for t in TOOLS])]
+        results = [future.result(10) for future in _behind_a_busy_writer(recorder, pool, grants)]
     # then one commit recorded all four, at the next four positions
     assert recorder.commits == [1, 4]  # (the first: the command they queued behind)
     assert [result.position for result in results] == [head + 1, head + 2, head + 3, head + 4]
@@ -181,3 +186,38 @@ def test_a_store_another_process_holds_refuses_the_command_as_unavailable_and_th
     finally:
         other.close()
         catalog.close()
+
+
+def test_on_postgresql_each_queued_command_commits_on_its_own(postgres_settings: Settings) -> None:
+    catalog = open_catalog(postgres_settings, cached_aggregates=1000)
+    try:
+        catalog.create_unit("eng", None, META)
+        for tool in TOOLS:
+            catalog.register_tool(tool, ToolSpec(source="builtin", group="core", tier="default", visibility="public"),
+                                  META)
+        head = catalog.recorder.max_notification_id()
+        seen: list[int] = []
+        grants = [_noting(seen, lambda: _committed_head_of(postgres_settings), catalog, tool)
+                  for tool in (TOOLS[0], "no.such.tool", TOOLS[1])]
+        # given three grants, the middle one of a tool that does not exist, queued behind a busy writer
+        with Recorder(catalog) as recorder, ThreadPoolExecutor(4) as pool:
+            futures = _behind_a_busy_writer(recorder, pool, grants)
+            first, third = futures[0].result(10), futures[2].result(10)
+            with pytest.raises(UnknownTool):
+                futures[1].result(10)
+        # then each was committed as it ran (the next saw it), the refused one wrote nothing
+        assert seen == [head, first.position, first.position]
+        assert third.position is not None and first.position is not None and third.position > first.position
+        assert _committed_head_of(postgres_settings) == third.position
+        assert recorder.commits == [1, 3]
+    finally:
+        catalog.close()
+
+
+def _committed_head_of(settings: Settings) -> int:
+    """The store's last position as another process sees it (a catalog of its own)."""
+    other = open_catalog(settings)
+    try:
+        return other.recorder.max_notification_id() or 0
+    finally:
+        other.close()
