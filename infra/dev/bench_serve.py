@@ -2,7 +2,8 @@
 
 - command → visible through the server at 200 writes/s: each write's time from being sent to its change
   arriving on the subject's watch stream (p50, p99), and, as `write_answered`, to the write's own answer
-  (the part of it spent before the follower can apply the write);
+  (the part of it spent before the follower can apply the write), and as `cpu_ms_per_write` the CPU time a
+  write cost the server process and the bench's own (steadier than latency where the machine is shared);
 - effective-set reads over HTTP at 500 requests/s on the 1k agents × 10k tools catalog (p50, p99);
 - snapshot lag, during the same writes to a second server publishing at most every SNAPSHOT_SECONDS: from a
   write's answer until a `snapshot.duckdb` opened by a plain DuckDB client holds it (with command → visible
@@ -25,6 +26,7 @@ from typing import Any
 
 import duckdb
 import httpx
+import psutil
 
 from infra.dev.measures import percentiles, rate
 from infra.dev.workload import Shape, Workload
@@ -80,12 +82,12 @@ class ServeFigures:
         gc.freeze()
         try:
             token = create_token(self.home, "bench", ["read", "write"])
-            with self._server({}, token) as client:
+            with self._server({}, token) as (client, server):
                 agents = [f"agent:agent{i}" for i in range(shape.agents)]
                 reads = self._reads(client, agents, seconds)
-                visible = self._command_to_visible(client, token, seconds, "bench-visible")
-            with self._server({"snapshot_seconds": str(SNAPSHOT_SECONDS)}, token) as client:
-                snapshotting = self._command_to_visible(client, token, seconds, "bench-snapshot",
+                visible = self._command_to_visible(client, server, token, seconds, "bench-visible")
+            with self._server({"snapshot_seconds": str(SNAPSHOT_SECONDS)}, token) as (client, server):
+                snapshotting = self._command_to_visible(client, server, token, seconds, "bench-snapshot",
                                                         _SnapshotWatch(self.home / "snapshot.duckdb"))
         finally:
             gc.unfreeze()  # frozen objects are never finalized: DuckDB's bindings would report them leaked at exit
@@ -94,9 +96,9 @@ class ServeFigures:
                 "command_to_visible_while_snapshotting": snapshotting}
 
     @contextmanager
-    def _server(self, settings: dict[str, str], token: str) -> Iterator[httpx.Client]:
-        """A `toolcat serve` of the home with these settings, and a client of it (with `token`) once it is
-        ready; stopped (SIGTERM) at the end of the block."""
+    def _server(self, settings: dict[str, str], token: str) -> Iterator[tuple[httpx.Client, psutil.Process]]:
+        """A `toolcat serve` of the home with these settings: a client of it (with `token`) once it is ready,
+        and its process; stopped (SIGTERM) at the end of the block."""
         process = subprocess.Popen([sys.executable, "-m", "infra.cli", "--home", str(self.home), "serve", "--port", "0"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=child_environment(**settings))
@@ -104,7 +106,7 @@ class ServeFigures:
             with httpx.Client(base_url=self._address(process), headers={"Authorization": f"Bearer {token}"},
                               timeout=60) as client:
                 self._ready(client, process)
-                yield client
+                yield client, psutil.Process(process.pid)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(120)
@@ -143,10 +145,12 @@ class ServeFigures:
         achieved = _paced(per_second, seconds, 8, read)
         return {"requests_per_s": achieved, **percentiles(samples)}
 
-    def _command_to_visible(self, client: httpx.Client, token: str, seconds: float, unit: str,
-                            snapshots: _SnapshotWatch | None = None, per_second: int = 200) -> dict[str, Any]:
+    def _command_to_visible(self, client: httpx.Client, server: psutil.Process, token: str, seconds: float,
+                            unit: str, snapshots: _SnapshotWatch | None = None, per_second: int = 200
+                            ) -> dict[str, Any]:
         """Grants to a new unit at `per_second` from 8 threads, each timed from being sent until the unit's
-        watch stream shows it; with `snapshots`, how long after its answer a snapshot held it too."""
+        watch stream shows it; with `snapshots`, how long after its answer a snapshot held it too. Also the
+        CPU time a write cost the server and this process (the load's client, and the snapshot opener)."""
         url, subject = str(client.base_url), f"unit:{unit}"
         tools = [row["canonical_id"] for row in client.post("/v1/sql", json={
             "query": f"SELECT canonical_id FROM tools ORDER BY canonical_id LIMIT {int(per_second * seconds)}"}).json()]
@@ -194,17 +198,36 @@ class ServeFigures:
                 answer_ms.append((now - started) * 1000)
         if snapshots is not None:
             snapshots.start()
+        cpu = _CpuTimes(server)
         achieved = _paced(per_second, seconds, 8, grant)
         done.set()
         watcher.join(30)
+        cpu_ms_per_write = cpu.per_event_ms(len(answered))
         if failed or not latencies:
             raise RuntimeError(f"the watch stream saw none of the writes: {failed or 'no change arrived'}")
         figures = {"writes_per_s": achieved, "seen": len(latencies), **percentiles(latencies),
-                   "write_answered": percentiles(answer_ms) if answer_ms else {}}
+                   "write_answered": percentiles(answer_ms) if answer_ms else {}, "cpu_ms_per_write": cpu_ms_per_write}
         if snapshots is not None:
             snapshots.until(max((p for _, p in answered), default=0), timeout=SNAPSHOT_SECONDS * 10 + 30)
             figures["snapshot_lag"] = {"snapshot_seconds": SNAPSHOT_SECONDS, **snapshots.lag(answered)}
         return figures
+
+
+class _CpuTimes:
+    """The CPU time (user and system, every thread) the server process and this one spend from now on."""
+
+    def __init__(self, server: psutil.Process) -> None:
+        self.server = server
+        self._started = self._server_seconds(), time.process_time()
+
+    def _server_seconds(self) -> float:
+        times = self.server.cpu_times()
+        return times.user + times.system
+
+    def per_event_ms(self, events: int) -> dict[str, float | None]:
+        server, client = self._server_seconds() - self._started[0], time.process_time() - self._started[1]
+        return {"server": round(server * 1000 / events, 2) if events else None,
+                "client": round(client * 1000 / events, 2) if events else None}
 
 
 class _SnapshotWatch:
