@@ -55,7 +55,7 @@ class _Savepoint(SQLiteTransaction):
 
 
 class HeldTransaction:
-    """A file-based SQLite store's transaction, begun and ended by one thread (`begin`, `commit`, `rollback`)."""
+    """A file-based SQLite store's transaction, begun and committed by one thread (`begin`, `commit`)."""
 
     def __init__(self, datastore: SQLiteDatastore) -> None:
         self._datastore, self._own_transaction = datastore, datastore.transaction
@@ -89,20 +89,14 @@ class HeldTransaction:
         self._connection, self._holder = connection, threading.get_ident()
 
     def commit(self) -> None:
-        self._end(commit=True)
-
-    def rollback(self) -> None:
-        self._end(commit=False)
-
-    def _end(self, commit: bool) -> None:
+        """End the held transaction by committing it; a COMMIT that fails keeps nothing of it (rolled back)."""
         connection, self._connection, self._holder = self._connection, None, None
         assert connection is not None, "no transaction is held"
         try:
-            connection.commit() if commit else connection.rollback()
+            connection.commit()
         except BaseException:
-            if commit:  # a COMMIT that failed may leave the transaction open: nothing of it is kept
-                with contextlib.suppress(Exception):
-                    connection.rollback()
+            with contextlib.suppress(Exception):  # a failed COMMIT may leave the transaction open
+                connection.rollback()
             raise
         finally:
             self._datastore.pool.put_connection(connection)

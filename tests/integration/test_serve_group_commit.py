@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -24,6 +25,7 @@ from domain.values import ToolSpec
 from infra.http.writer import Writer
 from infra.settings import Settings
 from infra.wiring import open_catalog
+from tests.integration.kafka_support import store_head
 from tests.support import run_example
 
 META = Meta(actor="tester")
@@ -93,7 +95,7 @@ def _behind_a_busy_writer(recorder: Recorder, pool: ThreadPoolExecutor,
     busy.wait(10)
     futures = [pool.submit(recorder.writer.run, call) for call in calls]
     while recorder.writer.queued < len(calls):
-        threading.Event().wait(0.005)
+        time.sleep(0.005)
     go.set()
     blocking.result(10)
     return futures
@@ -197,7 +199,7 @@ def test_on_postgresql_each_queued_command_commits_on_its_own(postgres_settings:
                                   META)
         head = catalog.recorder.max_notification_id()
         seen: list[int] = []
-        grants = [_noting(seen, lambda: _committed_head_of(postgres_settings), catalog, tool)
+        grants = [_noting(seen, lambda: store_head(postgres_settings), catalog, tool)
                   for tool in (TOOLS[0], "no.such.tool", TOOLS[1])]
         # given three grants, the middle one of a tool that does not exist, queued behind a busy writer
         with Recorder(catalog) as recorder, ThreadPoolExecutor(4) as pool:
@@ -208,16 +210,8 @@ def test_on_postgresql_each_queued_command_commits_on_its_own(postgres_settings:
         # then each was committed as it ran (the next saw it), the refused one wrote nothing
         assert seen == [head, first.position, first.position]
         assert third.position is not None and first.position is not None and third.position > first.position
-        assert _committed_head_of(postgres_settings) == third.position
+        assert store_head(postgres_settings) == third.position
         assert recorder.commits == [1, 3]
     finally:
         catalog.close()
 
-
-def _committed_head_of(settings: Settings) -> int:
-    """The store's last position as another process sees it (a catalog of its own)."""
-    other = open_catalog(settings)
-    try:
-        return other.recorder.max_notification_id() or 0
-    finally:
-        other.close()
