@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from projections.effective_ways import (NOTED_COLUMNS, Reach, admitted, exposure, given_notes, render, replace,
+from projections.effective_ways import (NOTED_COLUMNS, Pair, Reach, admitted, exposure, given_notes, render, replace,
                                         rerank, subject_rows)
 from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
@@ -73,9 +73,9 @@ def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | Non
             return None
         render(con, subjects)
         return [f"{kind}:{name}" for kind, name in subjects]
-    rows = _grant_rows(con, reaching, noted[3], *noted[:2])
+    rows, stored = _grant_rows(con, reaching, noted[3], *noted[:2])
     if rows:
-        replace(con, [(row["subject_kind"], row["subject"], row["tool_key"]) for row in rows], rows)
+        replace(con, stored, rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
     render(con, changed)
     return [f"{kind}:{name}" for kind, name in changed]
@@ -111,8 +111,9 @@ def _summary(notes: list[dict[str, object]]) -> Noted:
 
 
 def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[list[str | None]], keys: list[str],
-                patterns: bool) -> list[dict[str, Any]]:
-    """The rows of effective_tools the noted grants change, for the current sets: for each subject at or
+                patterns: bool) -> tuple[list[dict[str, Any]], list[Pair]]:
+    """The rows of effective_tools the noted grants change, and which of them replace a stored row (the
+    others are new: no row to delete), for the current sets: for each subject at or
     below a grant's holder and each current tool the grant covers, the grant's row where it beats the
     subject's row (effective_set.sql ranks explicit grants first, the holder closest in the subject's chain
     first). A subject's row that stays keeps its exposure (it depends on the subject and the tool alone);
@@ -123,7 +124,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
         with given_notes(con, notes) as (notes_table, params):
             covered += run(con, query("grant_pattern_coverage", notes=notes_table), params)
     if not covered:
-        return []
+        return [], []
     reach_of = reaching.of({(kind, holder) for kind, holder, *_ in covered})
     offers: dict[tuple[str, str, str], tuple[int, str, str]] = {}  # (kind, name, key) → (depth, holder kind, holder)
     for holder_kind, holder, key, *_ in covered:
@@ -143,11 +144,13 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
         LEFT JOIN allowlist_history l ON l.agent = a.name AND l.valid_to IS NULL
         WHERE a.valid_to IS NULL AND {among("a.name", "names", offered_agents)}""",
         {"names": offered_agents})} if offered_agents else {}
-    rows, undecided = [], []
+    rows, replaced, undecided = [], [], []
     for (kind, name, key), (depth, holder_kind, holder) in offers.items():
         has = stored.get((kind, name, key))
         if has is not None and has[0] == "explicit" and not _farther(has[1], holder_kind, holder, reaching):
             continue  # the explicit grant already there is as close or closer
+        if has is not None:
+            replaced.append((kind, name, key))
         tool_id, namespace, description, schema_valid, requires_state = tools[key]
         shown = has[2] if has is not None else exposure(kind, agents.get(name), schema_valid, requires_state)
         if shown == "":
@@ -157,7 +160,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
                      "inherited_from": holder if depth > 0 else None, "exposure": shown})
     if undecided:
         admitted(con, [rows[i] for i in undecided])
-    return rows
+    return rows, replaced
 
 
 def _covered(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], keys: list[str]) -> list[tuple]:

@@ -171,10 +171,12 @@ def _write(con: duckdb.DuckDBPyConnection, pairs: list[Pair], winners: dict[Pair
 
 
 def replace(con: duckdb.DuckDBPyConnection, pairs: list[Pair], rows: list[dict[str, Any]]) -> None:
-    """The rows of effective_tools of these pairs replaced by `rows` (none: the pairs lose theirs)."""
-    with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
-        run(con, f"DELETE FROM effective_tools e USING {pairs_table} d WHERE e.subject_kind = d.subject_kind "
-                 "AND e.subject = d.subject AND e.tool_key = d.tool_key", params)
+    """The rows of effective_tools of these pairs replaced by `rows` (none: the pairs lose theirs; a row of
+    a pair not among them is new: the caller knows no row of it is stored)."""
+    if pairs:
+        with given_rows(con, "_way_pairs", _pair_columns(pairs), _TYPES) as (pairs_table, params):
+            run(con, f"DELETE FROM effective_tools e USING {pairs_table} d WHERE e.subject_kind = d.subject_kind "
+                     "AND e.subject = d.subject AND e.tool_key = d.tool_key", params)
     if rows:
         insert_columns(con, "effective_tools", {name: [row[name] for row in rows] for name in _TYPES}, _TYPES)
 

@@ -22,7 +22,7 @@ from projections.projector import EVENT_TYPES, Projector, event_columns, event_r
 from projections.rows import FEW_ROWS, insert_columns, select_rows
 from projections.schema import HISTORY_TABLES
 from projections.sqlfiles import query
-from projections.subjects_part import REACH_EVENTS, SubjectsPart, effective_at
+from projections.subjects_part import REACH_EVENTS, SubjectsPart, effective_at, grant_change
 from tests.integration.test_effective_history import scripted_story
 
 META = Meta(actor="tester")
@@ -134,6 +134,28 @@ def test_given_old_and_new_stored_forms_when_read_by_sql_then_effective_at_is_wh
     # then both give the same moment (or none) for every stored form
     assert by_sql == by_python
     assert sum(moment is not None for moment in by_sql.values()) == len(TAKES_EFFECT)
+
+
+def test_given_every_stored_form_of_a_grant_change_when_worked_out_in_python_then_it_is_the_sql_s_row() -> None:
+    # given grants added and revoked in version 1 and 2 (effective_at none, empty or a time), a pattern
+    # (no tool key), an empty tool key and a subject of another UTC offset's recording, in the events table
+    forms = [e for e in stored_forms() if e.type.startswith("Grants.")]
+    pattern = {"subject": "unit:org", "target": "web.*", "tool_key": None, "effective_at": None}
+    forms += [envelope(len(forms) + 1, "Grants.Added", 2, pattern),
+              envelope(len(forms) + 2, "Grants.Revoked", 2, {**pattern, "tool_key": ""}),
+              envelope(len(forms) + 3, "Grants.Added", 2, {**pattern, "subject": "agent:a:b"}).model_copy(
+                  update={"recorded_at": "2026-05-01T14:30:00.123456+02:00"})]
+    con = duckdb.connect()
+    migrate(con)
+    insert_columns(con, "events", event_columns(forms))
+
+    # when the changes query reads them, and a follower's few are worked out in Python
+    by_sql = select_rows(con, f"{query('history_grants')} ORDER BY position", {"first": 1, "last": len(forms)})
+    by_python = [grant_change(e, upcast(e.type, e.type_version, e.data)) for e in forms]
+
+    # then every change is the same row, column for column (times as instants)
+    assert len(by_sql) == len(forms) == 11
+    assert by_python == by_sql
 
 
 def test_given_a_registration_stored_as_version_1_when_built_in_sql_then_its_tool_row_is_the_new_forms() -> None:
