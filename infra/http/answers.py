@@ -27,12 +27,6 @@ def run_command(request: Request, command: str, values: dict[str, Any]) -> Reply
     return run(["--json", *argv_for(command, values)], state.settings, backend=state)
 
 
-def run_write(request: Request, command: str, values: dict[str, Any]) -> Reply:
-    """A write command, run by the server's writer (infra/http/writer.py): answered once committed."""
-    reply: Reply = server_of(request).writer.run(lambda: run_command(request, command, values))
-    return reply
-
-
 def encode(document: Any) -> bytes:
     """A JSON answer's body."""
     return json.dumps(document, default=str).encode()

@@ -4,20 +4,18 @@ line's `plan` and `apply`, as every write route does; the manifest comes as the 
 
 No `from __future__ import annotations` here: FastAPI reads the body types from the annotations."""
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from infra.http import models
-from infra.http.answers import respond, run_command, run_write
+from infra.http.answers import respond, run_command
 from domain.errors import UsageError
 from domain.naming import PRESETS
 from infra.http.auth import Principal, require
 from infra.http.reads import AUDIT, FRESH, READ, Fresh
-from infra.http.writes import _inline_files
+from infra.http.writes import write_reply
 
 router = APIRouter(tags=["proposals"])
 _KEY = Header(None, description="a retry with the same key writes nothing and answers as the first did")
@@ -46,27 +44,25 @@ class PlanAnswer(BaseModel):
     effects: dict[str, dict[str, list[Any]]]
 
 
-def _write(request: Request, command: str, values: dict[str, Any], principal: Principal,
-           idempotency_key: str | None) -> Response:
-    with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
-        values = _inline_files({k: v for k, v in values.items() if v is not None}, Path(folder))
-        reply = run_write(request, command, {**values, "actor": principal.name,
-                                             "idempotency_key": idempotency_key})
-    return respond(request, reply)
+async def _write(request: Request, command: str, values: dict[str, Any], principal: Principal,
+                 idempotency_key: str | None) -> Response:
+    given = {k: v for k, v in values.items() if v is not None}
+    return respond(request, await write_reply(request, command, {**given, "actor": principal.name,
+                                                                 "idempotency_key": idempotency_key}))
 
 
 @router.post("/v1/proposal/make", summary="toolcat plan (the manifest as the body)",
              responses=models.documented(PlanAnswer, 400, 401, 403, 422))
-def make_proposal(request: Request, body: MakeBody, principal: Principal = Depends(require("write")),
-                  idempotency_key: str | None = _KEY) -> Response:
-    return _write(request, "plan", {"manifest": body.manifest, "reason": body.reason}, principal, idempotency_key)
+async def make_proposal(request: Request, body: MakeBody, principal: Principal = Depends(require("write")),
+                        idempotency_key: str | None = _KEY) -> Response:
+    return await _write(request, "plan", {"manifest": body.manifest, "reason": body.reason}, principal, idempotency_key)
 
 
 @router.post("/v1/proposal/apply", summary="toolcat apply PROPOSAL_ID",
              responses=models.documented(models.WriteAnswer, 400, 401, 403, 409, 422))
-def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Depends(require("write")),
-                   idempotency_key: str | None = _KEY) -> Response:
-    return _write(request, "apply", {"proposal_id": body.id, "confirm_destructive": body.confirm_destructive,
+async def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Depends(require("write")),
+                         idempotency_key: str | None = _KEY) -> Response:
+    return await _write(request, "apply", {"proposal_id": body.id, "confirm_destructive": body.confirm_destructive,
                                      "reason": body.reason}, principal, idempotency_key)
 
 

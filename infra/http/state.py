@@ -70,7 +70,7 @@ class ServerState:
         self._wake = threading.Event()
         self.stopping = threading.Event()
         self.writes = threading.RLock()  # held by the follower while it applies a pass
-        # Runs every write command the server answers (answers.run_write), one at a time on its thread, and
+        # Runs every write command the server answers (writes.write_reply), one at a time on its thread, and
         # commits those that queued together. Run together they refused each other as conflicts (409)
         # whenever they changed the same aggregate (grants to one subject), and the aggregate cache copied
         # one while another brought it up to date (a 500); the store takes one writer at a time anyway, and

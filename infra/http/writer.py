@@ -14,6 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from domain.catalog import Catalog
@@ -26,7 +27,7 @@ GROUP_LIMIT = 32
 
 class _Command:
     def __init__(self, call: Callable[[], Any]) -> None:
-        self.call, self.done = call, threading.Event()
+        self.call, self.answer = call, Future[Any]()  # answered once committed
         self.result: Any = None
         self.error: BaseException | None = None
 
@@ -57,14 +58,16 @@ class Writer:
 
     def run(self, call: Callable[[], Any]) -> Any:
         """`call()` run by the writer, its result returned (or its error raised) once committed."""
+        return self.submit(call).result()
+
+    def submit(self, call: Callable[[], Any]) -> Future[Any]:
+        """`call()` queued for the writer: its result (or its error) once committed. The server's routes
+        await it in the event loop (asyncio.wrap_future), with no thread of their own waiting."""
         if not self._thread.is_alive():
             raise Unavailable("the server is stopping: it takes no more writes")
         command = _Command(call)
         self._queue.put(command)
-        command.done.wait()
-        if command.error is not None:
-            raise command.error
-        return command.result
+        return command.answer
 
     @property
     def queued(self) -> int:
@@ -125,4 +128,7 @@ class Writer:
         if commands:  # (a flush may commit only the writes of the command that asked for it)
             self._committed(len(commands))
         for command in commands:
-            command.done.set()
+            if command.error is not None:
+                command.answer.set_exception(command.error)
+            else:
+                command.answer.set_result(command.result)

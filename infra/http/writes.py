@@ -6,6 +6,7 @@ the file's JSON content.
 No `from __future__ import annotations` here: FastAPI reads each route's body type from the annotation,
 which names a model made per command (a local of the route factory)."""
 
+import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -17,7 +18,8 @@ from pydantic import BaseModel
 from domain.errors import UsageError
 from domain.naming import PRESETS
 from infra.http import models
-from infra.http.answers import respond, run_write
+from infra.cli.output import Reply
+from infra.http.answers import respond, run_command, server_of
 from infra.http.auth import Principal, require
 from infra.http.commands import FILE_OPTIONS, body_model, commands_of
 
@@ -30,7 +32,21 @@ def write_path(command: str) -> str:
     return "/v1/" + command.replace(" ", "/")
 
 
-def _inline_files(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+async def write_reply(request: Request, command: str, values: dict[str, Any]) -> Reply:
+    """A write command run by the server's writer (infra/http/writer.py), its reply once committed. Awaited
+    in the event loop: no worker thread waits for the writer (two thread hand-offs fewer a write, each a
+    wait for the GIL on a busy server). File options (JSON content over HTTP) become files of a folder made
+    for the command, by the writer."""
+    def call() -> Reply:
+        if FILE_OPTIONS & values.keys():
+            with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
+                return run_command(request, command, inline_files(values, Path(folder)))
+        # no folder to make and remove: on a busy disk those cost more than the write itself
+        return run_command(request, command, values)
+    return await asyncio.wrap_future(server_of(request).writer.submit(call))
+
+
+def inline_files(values: dict[str, Any], folder: Path) -> dict[str, Any]:
     """File options over HTTP: JSON content is written to a file the command then reads; a name is
     accepted only where the command takes names besides files (a policy preset)."""
     inlined = dict(values)
@@ -48,20 +64,15 @@ def _inline_files(values: dict[str, Any], folder: Path) -> dict[str, Any]:
 def _route(command: str) -> Any:
     body_type = body_model(command, leave_out=_FROM_REQUEST)
 
-    def write(request: Request, body: Annotated[body_type, Body()],  # type: ignore[valid-type]
-              principal: Principal = Depends(require("write")),
-              idempotency_key: str | None = Header(None, description="a retry with the same key writes "
-                                                                      "nothing and answers as the first did")
-              ) -> Response:
+    async def write(request: Request, body: Annotated[body_type, Body()],  # type: ignore[valid-type]
+                    principal: Principal = Depends(require("write")),
+                    idempotency_key: str | None = Header(None, description="a retry with the same key writes "
+                                                                            "nothing and answers as the first did")
+                    ) -> Response:
         assert isinstance(body, BaseModel)
         values = body.model_dump(exclude_none=True, by_alias=True)
         values |= {"actor": principal.name, "idempotency_key": idempotency_key}
-        if FILE_OPTIONS & values.keys():
-            with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
-                reply = run_write(request, command, _inline_files(values, Path(folder)))
-        else:  # no folder to make and remove: on a busy disk those cost more than the write itself
-            reply = run_write(request, command, values)
-        return respond(request, reply)
+        return respond(request, await write_reply(request, command, values))
     write.__name__ = "write_" + command.replace(" ", "_").replace("-", "_")
     return write
 

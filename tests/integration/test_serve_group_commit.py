@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -82,20 +81,18 @@ def _targets(catalog: Catalog) -> set[str]:
     return set(grants.targets.values())
 
 
-def _behind_a_busy_writer(recorder: Recorder, pool: ThreadPoolExecutor,
-                          calls: list[Callable[[], Any]]) -> list[Future[Any]]:
-    """`calls` sent while the writer is busy with another command (which writes nothing), so that they
-    queue behind it and run as one group."""
+def _behind_a_busy_writer(recorder: Recorder, calls: list[Callable[[], Any]]) -> list[Future[Any]]:
+    """`calls` submitted while the writer is busy with another command (which writes nothing), so that they
+    queue behind it and run as one group; each one's future, answered once committed (as a route awaits it)."""
     go, busy = threading.Event(), threading.Event()
 
     def blocker() -> None:
         busy.set()
         go.wait(10)
-    blocking = pool.submit(recorder.writer.run, blocker)
+    blocking = recorder.writer.submit(blocker)
     busy.wait(10)
-    futures = [pool.submit(recorder.writer.run, call) for call in calls]
-    while recorder.writer.queued < len(calls):
-        time.sleep(0.005)
+    futures = [recorder.writer.submit(call) for call in calls]
+    assert recorder.writer.queued == len(calls) and not any(future.done() for future in futures)
     go.set()
     blocking.result(10)
     return futures
@@ -107,8 +104,8 @@ def test_commands_queued_behind_a_busy_writer_are_recorded_by_one_commit(
     seen_by_others: list[int] = []
     grants = [_noting(seen_by_others, lambda: _committed_head(sqlite_settings), catalog, tool) for tool in TOOLS]
     # given four grants sent while the writer is busy with another command
-    with Recorder(catalog) as recorder, ThreadPoolExecutor(5) as pool:
-        results = [future.result(10) for future in _behind_a_busy_writer(recorder, pool, grants)]
+    with Recorder(catalog) as recorder:
+        results = [future.result(10) for future in _behind_a_busy_writer(recorder, grants)]
     # then one commit recorded all four, at the next four positions
     assert recorder.commits == [1, 4]  # (the first: the command they queued behind)
     assert [result.position for result in results] == [head + 1, head + 2, head + 3, head + 4]
@@ -133,8 +130,8 @@ def test_a_command_whose_save_fails_in_a_group_is_undone_alone(catalog: Catalog,
         return catalog.save(probe, stale)
     calls = [lambda: catalog.add_grant("unit:eng", TOOLS[0], META), stale_save,
              lambda: catalog.add_grant("unit:eng", TOOLS[1], META)]
-    with Recorder(catalog) as recorder, ThreadPoolExecutor(4) as pool:
-        futures = _behind_a_busy_writer(recorder, pool, calls)
+    with Recorder(catalog) as recorder:
+        futures = _behind_a_busy_writer(recorder, calls)
         first, third = futures[0].result(10), futures[2].result(10)
         with pytest.raises(RecordConflictError):
             futures[1].result(10)
@@ -152,14 +149,13 @@ def test_a_command_that_reads_the_read_model_first_commits_what_its_group_wrote(
         catalog: Catalog, sqlite_settings: Settings) -> None:
     head = _committed_head(sqlite_settings)
     answered: list[int | None] = []
-    with Recorder(catalog) as recorder, ThreadPoolExecutor(3) as pool:
+    with Recorder(catalog) as recorder:
         def reader() -> int:
             recorder.writer.flush()  # what the server's read_model does before leasing the read model
             answered.append(futures[0].result(5).position)  # (a TimeoutError if it waited for this one)
             return _committed_head(sqlite_settings)
         futures: list[Future[Any]] = []
-        futures += _behind_a_busy_writer(recorder, pool, [lambda: catalog.add_grant("unit:eng", TOOLS[0], META),
-                                                          reader])
+        futures += _behind_a_busy_writer(recorder, [lambda: catalog.add_grant("unit:eng", TOOLS[0], META), reader])
         first, committed = futures[0].result(10), futures[1].result(10)
     # then the grant was committed, and answered, before the command went on to read
     assert committed == first.position == head + 1
@@ -202,8 +198,8 @@ def test_on_postgresql_each_queued_command_commits_on_its_own(postgres_settings:
         grants = [_noting(seen, lambda: store_head(postgres_settings), catalog, tool)
                   for tool in (TOOLS[0], "no.such.tool", TOOLS[1])]
         # given three grants, the middle one of a tool that does not exist, queued behind a busy writer
-        with Recorder(catalog) as recorder, ThreadPoolExecutor(4) as pool:
-            futures = _behind_a_busy_writer(recorder, pool, grants)
+        with Recorder(catalog) as recorder:
+            futures = _behind_a_busy_writer(recorder, grants)
             first, third = futures[0].result(10), futures[2].result(10)
             with pytest.raises(UnknownTool):
                 futures[1].result(10)
