@@ -99,7 +99,7 @@ class CurrentSets:
         return self._floor <= position and self._changed_at.get(subject, -1) <= position
 
     def _read(self, subject: str) -> tuple[int, bytes]:
-        with self.state.read_model(Freshness(min_position=0)) as con:
+        with self.state.read_model(Freshness(min_position=0), one_statement=True) as con:
             document = current_document(con, subject)
         kept = kept_answer(document)
         with self._lock:

@@ -286,21 +286,26 @@ class ServerState:
             return self._root.cursor()
 
     @contextlib.contextmanager
-    def read_model(self, freshness: Freshness) -> Iterator[duckdb.DuckDBPyConnection]:
+    def read_model(self, freshness: Freshness, one_statement: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A reader cursor in a transaction of its own, once the read model is as fresh as asked
-        (`wait_until_fresh`). A write command that reads it first commits what its group wrote."""
+        (`wait_until_fresh`). A write command that reads it first commits what its group wrote.
+        `one_statement`: the caller reads with one statement, which DuckDB runs in a transaction of its own, so
+        none is begun and rolled back (two calls fewer, each a wait for the GIL on a busy server: ≈ 1.3 ms of
+        a watch stream's read at 200 writes/s)."""
         self.writer.flush()
         self.wait_until_fresh(freshness)
         try:
             cursor = self._idle.get_nowait()
         except queue.Empty:
             cursor = self.new_cursor()
-        cursor.begin()
+        if not one_statement:
+            cursor.begin()
         try:
             yield cursor
         finally:
             try:
-                cursor.rollback()
+                if not one_statement:
+                    cursor.rollback()
                 self._idle.put(cursor)
             except duckdb.Error:  # a cursor left unusable is not reused
                 cursor.close()

@@ -37,7 +37,7 @@ def _set_at(request: Request, subject: str, position: int | None, caught_up: boo
     freshness = Freshness() if caught_up else Freshness(min_position=0)
     try:
         if position is None:  # the current set: the command's document, without its argument parsing
-            with server_of(request).read_model(freshness) as con:
+            with server_of(request).read_model(freshness, one_statement=True) as con:
                 document = current_document(con, subject)
         else:
             values = {"subject": subject, "at": position, "min_position": freshness.min_position}
