@@ -20,8 +20,8 @@ from typing import Any
 
 import duckdb
 
-from projections.effective_ways import (NOTED_COLUMNS, Pair, Reach, admitted, exposure, given_notes, render, replace,
-                                        rerank, subject_rows)
+from projections.effective_ways import (NOTED_COLUMNS, Pair, Reach, ToolFacts, admitted, exposure, given_notes,
+                                        render, replace, rerank, subject_rows)
 from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
 
@@ -57,12 +57,13 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | None = None,
-            reaching: Reach | None = None) -> list[str] | None:
+            reaching: Reach | None = None, facts: ToolFacts | None = None) -> list[str] | None:
     """Refresh the dirty subjects' current sets from the noted grants; the subjects (`kind:name`) whose set
     changed, or None when the noted events do not explain every dirty subject (nothing is written).
     `notes`: a batch's notes (rows as `note` takes them) that explain its dirty subjects, refreshed in its
     own transaction without going through the table (default: the table's, checked against the dirty);
-    `reaching`: who holders reach, as the batch worked it out in this transaction."""
+    `reaching`: who holders reach, as the batch worked it out in this transaction; `facts`: the current
+    tools' facts its projector keeps."""
     noted = _noted(con) if notes is None else _summary(notes)
     if noted is None:
         return None
@@ -73,7 +74,7 @@ def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | Non
             return None
         render(con, subjects)
         return [f"{kind}:{name}" for kind, name in subjects]
-    rows, stored = _grant_rows(con, reaching, noted[3], *noted[:2])
+    rows, stored = _grant_rows(con, reaching, noted[3], *noted[:2], facts)
     if rows:
         replace(con, stored, rows)
     changed = sorted({(row["subject_kind"], row["subject"]) for row in rows})
@@ -111,7 +112,7 @@ def _summary(notes: list[dict[str, object]]) -> Noted:
 
 
 def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[list[str | None]], keys: list[str],
-                patterns: bool) -> tuple[list[dict[str, Any]], list[Pair]]:
+                patterns: bool, facts: ToolFacts | None = None) -> tuple[list[dict[str, Any]], list[Pair]]:
     """The rows of effective_tools the noted grants change, and which of them replace a stored row (the
     others are new: no row to delete), for the current sets: for each subject at or
     below a grant's holder and each current tool the grant covers, the grant's row where it beats the
@@ -119,7 +120,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
     first). A subject's row that stays keeps its exposure (it depends on the subject and the tool alone);
     a new one gets it as effective_set.sql works it out. A few small statements, not one query: DuckDB
     plans a large one in ≈ 10 ms, which is what this saves."""
-    covered = _covered(con, notes, keys)
+    covered = _covered(facts or ToolFacts(con), notes, keys)
     if patterns:
         with given_notes(con, notes) as (notes_table, params):
             covered += run(con, query("grant_pattern_coverage", notes=notes_table), params)
@@ -163,13 +164,13 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
     return rows, replaced
 
 
-def _covered(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], keys: list[str]) -> list[tuple]:
+def _covered(facts: ToolFacts, notes: list[list[str | None]], keys: list[str]) -> list[tuple]:
     """(holder kind, holder, tool key, canonical ID, namespace, description, schema_valid, requires_state)
     of each noted grant of one tool whose tool is current and can be in a set (way_tools.sql); the grants
     are joined here, not in SQL (a join of the notes costs a DuckDB statement ≈ 1 ms more)."""
-    tools = {row[0]: row[1:6] for row in run(con, query("way_tools"), {"keys": keys})} if keys else {}
-    return list(dict.fromkeys((holder_kind, holder, key, *tools[key]) for kind, holder_kind, holder, _, key in notes
-                              if kind == "grant_added" and key in tools))
+    tools = facts.of(keys)
+    return list(dict.fromkeys((holder_kind, holder, key, *tools[key][:5]) for kind, holder_kind, holder, _, key
+                              in notes if kind == "grant_added" and key in tools))
 
 
 def _farther(inherited_from: str | None, holder_kind: str, holder: str, reaching: Reach) -> bool:

@@ -9,7 +9,7 @@ import duckdb
 from projections.catalog_part import Handler
 from projections.effective import subjects_at
 from projections.effective_sets import BatchDirty
-from projections.effective_ways import Reach
+from projections.effective_ways import Reach, ToolFacts
 from projections.envelope import Envelope
 from projections.rows import run
 from projections.sqlfiles import query
@@ -46,10 +46,11 @@ class EffectivePart:
 
     handlers: dict[str, Handler] = {}
 
-    def __init__(self, reaching: Reach | None = None) -> None:
+    def __init__(self, reaching: Reach | None = None, facts: ToolFacts | None = None) -> None:
         """`reaching`: who holders reach, as an earlier batch worked it out, when still true for this one
-        (the projector keeps it: subjects_part.REACH_EVENTS)."""
-        self.kept_reach = reaching
+        (the projector keeps it: subjects_part.REACH_EVENTS); `facts`: the current tools' facts an earlier
+        batch read, when still true (effective_ways.TOOL_FACTS_KEPT_BY)."""
+        self.kept_reach, self.kept_facts = reaching, facts
         self.discard()
 
     def discard(self) -> None:
@@ -98,7 +99,8 @@ class EffectivePart:
         """Work out what the batch touched into `dirty`, for the projector to record or refresh."""
         self._reach_of_tool_changes(con)
         reaching = self.kept_reach or Reach(con)
-        dirty = BatchDirty(self.touched(reaching), self.notes, self.general, reaching)
+        dirty = BatchDirty(self.touched(reaching), self.notes, self.general, reaching,
+                           self.kept_facts.kept(con) if self.kept_facts else ToolFacts(con))
         self.discard()
         self.dirty = dirty
 

@@ -13,7 +13,7 @@ import duckdb
 
 from projections import effective_deltas as deltas
 from projections.effective import subjects_at
-from projections.effective_ways import Reach
+from projections.effective_ways import Reach, ToolFacts
 from projections.materialize import rebuild_all, refresh
 from projections.rows import among, insert_columns, run, scalar
 
@@ -35,6 +35,7 @@ class BatchDirty:
     notes: list[dict[str, object]] = field(default_factory=list)
     general: bool = False
     reaching: Reach | None = None  # who the holders reach, as `touched` was worked out (the refresh reuses it)
+    facts: ToolFacts | None = None  # the current tools' facts, as the projector keeps them
 
     def record(self, con: duckdb.DuckDBPyConnection) -> None:
         """Into `effective_dirty` and effective_deltas.py's table, for a refresh in a later transaction."""
@@ -98,7 +99,7 @@ def _delta(con: duckdb.DuckDBPyConnection, batch: BatchDirty | None) -> list[str
     """The delta's refresh (None: it does not apply) of the batch's notes, or of those in the table."""
     if batch is None:
         return deltas.refresh(con)
-    return deltas.refresh(con, batch.notes, batch.reaching) if batch.explained() else None
+    return deltas.refresh(con, batch.notes, batch.reaching, batch.facts) if batch.explained() else None
 
 
 def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:

@@ -73,8 +73,7 @@ def given_notes(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]]) -
 def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[str, str | None]
              ) -> dict[Pair, dict[str, Any]]:
     """Each pair's row as effective_set.sql writes it now (no entry: no way grants the tool)."""
-    keys = sorted({key for _, _, key in pairs})
-    tools = {row[0]: row[1:] for row in run(con, query("way_tools"), {"keys": keys})}
+    tools = way_tools(con, sorted({key for _, _, key in pairs}))
     agent_names = sorted({name for kind, name, _ in pairs if kind == "agent"})
     agents = {name: (unit, mode, allowlisted, set(image or [])) for name, unit, mode, allowlisted, image in run(
         con, query("way_agents"), {"names": agent_names})} if agent_names else {}
@@ -190,7 +189,7 @@ def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
     rows, params = subject_rows(names)
     stored = select_rows(con, f"{rows}SELECT * FROM rows WHERE subject_kind = 'agent'", params)
     keys = sorted({row["tool_key"] for row in stored})
-    tools = {row[0]: row[1:] for row in run(con, query("way_tools"), {"keys": keys})} if keys else {}
+    tools = way_tools(con, keys) if keys else {}
     agents = {name: (unit, mode, allowlisted, None) for name, unit, mode, allowlisted, _ in run(
         con, query("way_agents"), {"names": names})}
     rows = [dict(row) for row in stored]
@@ -232,6 +231,46 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
                                            + among("name", "names", named), {"names": named})} if named else set()
     reached.update({("agent", name): [("agent", name, 0)] for name in agents})
     return reached
+
+
+def way_tools(con: duckdb.DuckDBPyConnection, keys: list[str] | None) -> dict[str, tuple[Any, ...]]:
+    """way_tools.sql's facts of these current tools (None: of every current tool), by tool key: canonical ID,
+    namespace, description, schema_valid, requires_state, whether a platform namespace grants it."""
+    which, params = ("true", {}) if keys is None else ("t.tool_key = ANY($keys::VARCHAR[])", {"keys": keys})
+    return {row[0]: row[1:] for row in run(con, query("way_tools", which=which), params)}
+
+
+# The events after which the current tools' facts (way_tools.sql: tool_history, tools, platform_namespaces)
+# are what they were: a projector keeps them (ToolFacts) across batches of these alone.
+TOOL_FACTS_KEPT_BY = frozenset({
+    "Grants.Opened", "Grants.Added", "Grants.Revoked", "IdempotencyKey.Used", "Unit.Created", "Agent.Created",
+    "Agent.AllowlistSet", "Agent.AllowlistCleared", "Agent.ImageDeclared", "Unit.ConnectorBound",
+    "Unit.ConnectorUnbound"})
+
+
+class ToolFacts:
+    """The current tools' facts the grants of a follower's passes need, kept by its projector across batches
+    that cannot change them (TOOL_FACTS_KEPT_BY). The first batch reads those of the tools it grants; once
+    kept across a batch, every current tool's are read at once (≈ 10 ms for 10,020 tools) and each later
+    pass of grants finds its tools in memory: the lookup (≈ 2.3 ms) leaves the pass. A mix of tool changes
+    and grants, batch after batch, keeps reading the few it needs, as before."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con, self.kept_across = con, 0
+        self._every: dict[str, tuple[Any, ...]] | None = None
+
+    def kept(self, con: duckdb.DuckDBPyConnection) -> ToolFacts:
+        """These facts, for one more batch (on `con`, its projector's connection)."""
+        self.con, self.kept_across = con, self.kept_across + 1
+        return self
+
+    def of(self, keys: list[str]) -> dict[str, tuple[Any, ...]]:
+        """way_tools' facts of these tool keys."""
+        if self._every is None and self.kept_across:
+            self._every = way_tools(self.con, None)
+        if self._every is None:
+            return way_tools(self.con, keys) if keys else {}
+        return {key: self._every[key] for key in keys if key in self._every}
 
 
 class Reach:

@@ -21,7 +21,7 @@ from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import FEW_ROWS, insert_columns, run
 from projections.effective_part import EffectivePart
-from projections.effective_ways import Reach
+from projections.effective_ways import TOOL_FACTS_KEPT_BY, Reach, ToolFacts
 from projections.effective_sets import BatchDirty, is_settled, refresh_dirty
 from projections.subjects_part import REACH_EVENTS, SubjectsPart
 from projections.routing_part import RoutingPart
@@ -88,8 +88,8 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: boo
         position, head = envelope.position, envelope.hash
 
 
-def default_parts(reaching: Reach | None = None) -> list[Part]:
-    return [CatalogPart(), SubjectsPart(), EffectivePart(reaching), RoutingPart(), ProposalsPart()]
+def default_parts(reaching: Reach | None = None, facts: ToolFacts | None = None) -> list[Part]:
+    return [CatalogPart(), SubjectsPart(), EffectivePart(reaching, facts), RoutingPart(), ProposalsPart()]
 
 
 class Projector:
@@ -109,6 +109,7 @@ class Projector:
         self._changed: set[str] = set()
         self.last_recorded_at: str | None = None
         self._reach: Reach | None = None  # who holders reach, as the last batch committed worked it out
+        self._facts: ToolFacts | None = None  # the current tools' facts, as the last batch committed read them
 
     def tracking(self) -> Tracking:
         return self._known()[0]
@@ -155,7 +156,8 @@ class Projector:
         check_chain(fresh, tracking, chained_here)
         types = {e.type for e in fresh}
         kept_reach = self._reach if REACH_EVENTS.isdisjoint(types) else None
-        parts = self.fixed_parts if self.fixed_parts is not None else default_parts(kept_reach)
+        kept_facts = self._facts if types <= TOOL_FACTS_KEPT_BY else None
+        parts = self.fixed_parts if self.fixed_parts is not None else default_parts(kept_reach, kept_facts)
         handlers: dict[str, Handler] = {}
         for part in parts:
             handlers.update(part.handlers)
@@ -175,14 +177,14 @@ class Projector:
                 also(self.con)
             run(self.con, "COMMIT")
         except BaseException:
-            self._state = self._reach = None
+            self._state = self._reach = self._facts = None
             run(self.con, "ROLLBACK")
             for part in parts:
                 part.discard()
             raise
         self._state = (new_tracking, new_tracking.position if settle else valid)
         self._changed.update(changed)
-        self._reach = dirty.reaching
+        self._reach, self._facts = dirty.reaching, dirty.facts
         self.last_recorded_at = fresh[-1].recorded_at
         return new_tracking
 

@@ -21,7 +21,9 @@ from infra.wiring import open_catalog, open_read_model
 from infra.projecting import store_pass
 from projections import effective_deltas
 from projections.catchup import catch_up, history_reader
+from projections.catalog_part import CatalogPart, ignore
 from projections.effective import subjects_at
+from projections.effective_ways import TOOL_FACTS_KEPT_BY
 from projections.effective_sets import is_settled, refresh_dirty
 from projections.envelope import chain_all
 from projections.fingerprint import fingerprint
@@ -262,6 +264,31 @@ def test_a_home_kept_by_a_follower_has_the_fingerprint_of_a_rebuild(home: Home, 
         assert fingerprint(home.con) == fingerprint(rebuilt)
     finally:
         rebuilt.close()
+
+
+def test_a_tool_renamed_between_passes_of_grants_is_granted_as_it_is_named_now(home: Home) -> None:
+    # given passes of grants alone: the follower's projector keeps the tools' facts they read across them
+    for tool in ("webfetch", "websearch", "codesearch"):
+        home.catalog.add_grant("unit:night", tool, META)
+        applied(home, follow=True)
+    # when a tool is renamed in a pass of its own, then granted in the next
+    home.catalog.rename_tool("glob", "files.glob", META)
+    applied(home, follow=True)
+    home.catalog.add_grant("agent:owl", "files.glob", META)
+    applied(home, follow=True)
+    # then the grant's row names the tool as it is named now (the rename is no fact kept across), as the
+    # general query does (applied: no row differs)
+    assert home.row("agent:owl", "files.glob") == {**home.row("agent:owl", "files.glob"), "provenance": "explicit",
+                                                   "inherited_from": None}
+    assert home.row("agent:owl", "glob") is None
+
+
+def test_the_events_the_tools_facts_are_kept_across_are_none_the_catalog_part_writes() -> None:
+    # the current tools' facts (way_tools.sql) come from tool_history, tools and platform_namespaces, which
+    # only the catalog part writes: an event it handles (other than by ignoring it) may change them
+    writes = {event for event, handle in CatalogPart().handlers.items() if handle is not ignore}
+    assert TOOL_FACTS_KEPT_BY.isdisjoint(writes)
+    assert "IdempotencyKey.Used" in CatalogPart().handlers  # ignored there: kept across
 
 
 def test_a_kept_projector_tells_the_subjects_its_passes_changed_once(home: Home) -> None:
