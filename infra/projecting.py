@@ -50,20 +50,25 @@ def open_waiting(settings: Settings, follow: bool, should_stop: ShouldStop) -> d
 
 
 def store_pass(catalog: Catalog, con: duckdb.DuckDBPyConnection, publish: Callable[[duckdb.DuckDBPyConnection], int],
-               progress: Progress = None, projector: Projector | None = None) -> Tracking:
+               progress: Progress = None, projector: Projector | None = None, head: int | None = None) -> Tracking:
     """One pass of a store follower: apply the stored events not yet applied, up to the store's head as the
     pass starts (a pass ends even while writers keep adding), then publish the changes. `projector`: the
-    one of `con` that the caller keeps from pass to pass (it remembers the tracking row: a statement less)."""
-    head = catalog.recorder.max_notification_id() or 0
+    one of `con` that the caller keeps from pass to pass (it remembers the tracking row: a statement less);
+    `head`: the store's head as the caller just read it (wait_for_events)."""
+    if head is None:
+        head = catalog.recorder.max_notification_id() or 0
     tracking = catch_up(catalog, projector or Projector(con), until=head, progress=progress)
     publish(con)
     return tracking
 
 
-def wait_for_events(catalog: Catalog, position: int, should_stop: ShouldStop, pause: Callable[[], None]) -> None:
-    """Until the store holds events after `position` (or stopped), `pause` between looks."""
-    while not should_stop() and (catalog.recorder.max_notification_id() or 0) <= position:
+def wait_for_events(catalog: Catalog, position: int, should_stop: ShouldStop, pause: Callable[[], None]) -> int:
+    """Until the store holds events after `position` (or stopped), `pause` between looks; the store's head
+    at the last look. A server's follower takes it as its next pass's (one read of the store less a pass: a
+    transaction of the store, three waits for the GIL on a busy server)."""
+    while (head := catalog.recorder.max_notification_id() or 0) <= position and not should_stop():
         pause()
+    return head
 
 
 def project_store(settings: Settings, catalog: Catalog, follow: bool, should_stop: ShouldStop,

@@ -127,14 +127,15 @@ class ServerState:
         def publish(con: duckdb.DuckDBPyConnection) -> int:
             self._note_changes()
             return publish_changes(con)
+        head: int | None = None
         while not self.stopping.is_set():
             started = time.perf_counter()
             with self.writes:
-                tracking = store_pass(self.catalog, self.con, publish, projector=self.projector)
+                tracking = store_pass(self.catalog, self.con, publish, projector=self.projector, head=head)
             self._run_caught_up()
             self._announce(tracking, started)
             self._bound_wal(lambda: self.store_head() <= tracking.position)
-            wait_for_events(self.catalog, tracking.position, self.stopping.is_set, self._pause)
+            head = wait_for_events(self.catalog, tracking.position, self.stopping.is_set, self._pause)
 
     def _follow_kafka(self) -> None:
         started = [time.perf_counter()]
