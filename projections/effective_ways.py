@@ -233,10 +233,14 @@ def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[s
     return reached
 
 
+# way_tools.sql's fragment `which` choosing the tools of the parameter $keys.
+TOOLS_OF_KEYS = "t.tool_key = ANY($keys::VARCHAR[])"
+
+
 def way_tools(con: duckdb.DuckDBPyConnection, keys: list[str] | None) -> dict[str, tuple[Any, ...]]:
     """way_tools.sql's facts of these current tools (None: of every current tool), by tool key: canonical ID,
     namespace, description, schema_valid, requires_state, whether a platform namespace grants it."""
-    which, params = ("true", {}) if keys is None else ("t.tool_key = ANY($keys::VARCHAR[])", {"keys": keys})
+    which, params = ("true", {}) if keys is None else (TOOLS_OF_KEYS, {"keys": keys})
     return {row[0]: row[1:] for row in run(con, query("way_tools", which=which), params)}
 
 

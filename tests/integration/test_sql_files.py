@@ -13,7 +13,7 @@ from domain.naming import preset
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective_ways import given_notes
+from projections.effective_ways import TOOLS_OF_KEYS, given_notes
 from projections.effective import INFINITY, effective_digest, subjects_at, subjects_registered
 from projections.projector import Projector
 from projections.rows import run
@@ -59,7 +59,7 @@ def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
         if name in ("effective_set", "effective_at"):
             continue  # CTEs only, or an expression: run through the files that include it
         with given_notes(con, noted) as (notes, given):
-            text = query(name, rows="effective_tools", notes=notes)
+            text = query(name, rows="effective_tools", notes=notes, which=TOOLS_OF_KEYS)
             assert "{{" not in text, name
             values = {**PARAMETERS, **given} if notes in text else PARAMETERS
             wanted = {key: values[key] for key in re.findall(r"\$(\w+)", text)}
