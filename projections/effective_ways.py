@@ -260,17 +260,17 @@ class ToolFacts:
     and grants, batch after batch, keeps reading the few it needs, as before."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con, self.kept_across = con, 0
+        self.con, self.carried = con, False  # carried: kept across a batch at least once
         self._every: dict[str, tuple[Any, ...]] | None = None
 
     def kept(self, con: duckdb.DuckDBPyConnection) -> ToolFacts:
         """These facts, for one more batch (on `con`, its projector's connection)."""
-        self.con, self.kept_across = con, self.kept_across + 1
+        self.con, self.carried = con, True
         return self
 
     def of(self, keys: list[str]) -> dict[str, tuple[Any, ...]]:
         """way_tools' facts of these tool keys."""
-        if self._every is None and self.kept_across:
+        if self._every is None and self.carried:
             self._every = way_tools(self.con, None)
         if self._every is None:
             return way_tools(self.con, keys) if keys else {}

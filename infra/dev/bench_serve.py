@@ -42,13 +42,20 @@ def _paced(per_second: float, seconds: float, threads: int, action: Any, prepare
     times that when the server cannot keep up); the rate achieved. `prepare()`, when given, runs in each
     thread before the clock starts (a client connecting: a service keeps its connections open, and the
     eight handshakes at once were the worst latencies of the first tenth of a second)."""
-    count, done, clock = int(per_second * seconds), [], {}
+    count, done, clock, failed = int(per_second * seconds), [], {}, []
     ready = threading.Barrier(threads, action=lambda: clock.setdefault("started", time.perf_counter()))
 
     def worker(offset: int) -> None:
-        if prepare is not None:
-            prepare()
-        ready.wait()
+        try:
+            if prepare is not None:
+                prepare()
+            ready.wait()
+        except threading.BrokenBarrierError:  # another thread's prepare failed: no load is run
+            return
+        except Exception as error:
+            failed.append(error)
+            ready.abort()
+            return
         started = clock["started"]
         for index in range(offset, count, threads):
             if time.perf_counter() - started > 3 * seconds:
@@ -61,18 +68,29 @@ def _paced(per_second: float, seconds: float, threads: int, action: Any, prepare
         w.start()
     for w in workers:
         w.join()
+    if failed:
+        raise failed[0]
     return rate(len(done), time.perf_counter() - clock["started"])
 
 
 class _ThreadClients:
     """One HTTP client of the server per load thread (as `client`, with its headers), connected by `connect`
-    (_paced's `prepare`) before the clock starts."""
+    (_paced's `prepare`) before the clock starts; all closed at the end of the block."""
 
     def __init__(self, client: httpx.Client) -> None:
         self.base_url, self.headers, self._local = client.base_url, client.headers, threading.local()
+        self._opened: list[httpx.Client] = []
+
+    def __enter__(self) -> _ThreadClients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self._opened:
+            client.close()
 
     def connect(self) -> None:
         self._local.client = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=60)
+        self._opened.append(self._local.client)
         self._local.client.get("/v1/health").raise_for_status()
 
     @property
@@ -163,7 +181,8 @@ class ServeFigures:
             started = time.perf_counter()
             clients.client.get(f"/v1/subjects/{subjects[index]}/effective").raise_for_status()
             samples.append((time.perf_counter() - started) * 1000)
-        achieved = _paced(per_second, seconds, 8, read, clients.connect)
+        with clients:
+            achieved = _paced(per_second, seconds, 8, read, clients.connect)
         return {"requests_per_s": achieved, **percentiles(samples)}
 
     def _command_to_visible(self, client: httpx.Client, server: psutil.Process, token: str, seconds: float,
@@ -218,7 +237,8 @@ class ServeFigures:
         if snapshots is not None:
             snapshots.start()
         cpu = _CpuTimes(server)
-        achieved = _paced(per_second, seconds, 8, grant, clients.connect)
+        with clients:
+            achieved = _paced(per_second, seconds, 8, grant, clients.connect)
         done.set()
         watcher.join(30)
         cpu_ms_per_write = cpu.per_event_ms(len(answered))

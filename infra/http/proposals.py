@@ -55,7 +55,8 @@ async def _write(request: Request, command: str, values: dict[str, Any], princip
              responses=models.documented(PlanAnswer, 400, 401, 403, 422))
 async def make_proposal(request: Request, body: MakeBody, principal: Principal = Depends(require("write")),
                         idempotency_key: str | None = _KEY) -> Response:
-    return await _write(request, "plan", {"manifest": body.manifest, "reason": body.reason}, principal, idempotency_key)
+    return await _write(request, "plan", {"manifest": body.manifest, "reason": body.reason}, principal,
+                        idempotency_key)
 
 
 @router.post("/v1/proposal/apply", summary="toolcat apply PROPOSAL_ID",
@@ -63,7 +64,7 @@ async def make_proposal(request: Request, body: MakeBody, principal: Principal =
 async def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Depends(require("write")),
                          idempotency_key: str | None = _KEY) -> Response:
     return await _write(request, "apply", {"proposal_id": body.id, "confirm_destructive": body.confirm_destructive,
-                                     "reason": body.reason}, principal, idempotency_key)
+                                           "reason": body.reason}, principal, idempotency_key)
 
 
 # -- reads -------------------------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ queued while the writer was busy are committed to the store together (group comm
 Run one at a time under a lock, each in its own store transaction, the commands of a busy server spent
 more than half of their time in BEGIN and COMMIT (py-spy under the serve bench: 243 of 418 samples; the
 fsync waits for a disk the read model's WAL also writes to), while the others queued behind them
-(≈ 30–45 ms at 200 writes/s). Grouped, they share one BEGIN and one COMMIT. Each command keeps its own answer, idempotency key and
-conflict check; a command that fails is undone alone (a savepoint, infra/held_transaction.py); and no
-command is answered before the COMMIT that records it. With a store other than a SQLite file each command
-commits on its own, as before.
+(≈ 30–45 ms at 200 writes/s). Grouped, they share one BEGIN and one COMMIT. Each command keeps its own
+answer, idempotency key and conflict check; a command that fails is undone alone (a savepoint,
+infra/held_transaction.py); and no command is answered before the COMMIT that records it. With a store
+other than a SQLite file each command commits on its own, as before.
 """
 from __future__ import annotations
 
@@ -55,10 +55,6 @@ class Writer:
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
-
-    def run(self, call: Callable[[], Any]) -> Any:
-        """`call()` run by the writer, its result returned (or its error raised) once committed."""
-        return self.submit(call).result()
 
     def submit(self, call: Callable[[], Any]) -> Future[Any]:
         """`call()` queued for the writer: its result (or its error) once committed. The server's routes

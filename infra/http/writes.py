@@ -40,13 +40,13 @@ async def write_reply(request: Request, command: str, values: dict[str, Any]) ->
     def call() -> Reply:
         if FILE_OPTIONS & values.keys():
             with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
-                return run_command(request, command, inline_files(values, Path(folder)))
+                return run_command(request, command, _inline_files(values, Path(folder)))
         # no folder to make and remove: on a busy disk those cost more than the write itself
         return run_command(request, command, values)
     return await asyncio.wrap_future(server_of(request).writer.submit(call))
 
 
-def inline_files(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+def _inline_files(values: dict[str, Any], folder: Path) -> dict[str, Any]:
     """File options over HTTP: JSON content is written to a file the command then reads; a name is
     accepted only where the command takes names besides files (a policy preset)."""
     inlined = dict(values)

@@ -176,10 +176,11 @@ def test_a_store_another_process_holds_refuses_the_command_as_unavailable_and_th
             # when a command comes, it is refused as unavailable, saying why, and nothing is written
             head = _committed_head(settings)
             with pytest.raises(Unavailable, match="could not begin a write: database is locked"):
-                recorder.writer.run(lambda: catalog.add_grant("unit:eng", TOOLS[0], META))
+                recorder.writer.submit(lambda: catalog.add_grant("unit:eng", TOOLS[0], META)).result(30)
             # and once the other process lets go, the same command is written
             other.execute("ROLLBACK")
-            assert recorder.writer.run(lambda: catalog.add_grant("unit:eng", TOOLS[0], META)).position == head + 1
+            written = recorder.writer.submit(lambda: catalog.add_grant("unit:eng", TOOLS[0], META)).result(30)
+            assert written.position == head + 1
         assert recorder.commits == [1, 1]
     finally:
         other.close()
