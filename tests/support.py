@@ -108,7 +108,7 @@ def toolcat_in_process(home: Path, *args: str) -> Run:
 
 def run_example(home: Path, name: str = "tyrum", actor: str = "tester") -> None:
     """Store a bundled example story in `home` as the demo does: each command at its example clock's time
-    (its history spans months, so date questions answer as in the README)."""
+    (its history spans months, so date questions answer as in docs/analysts.md)."""
     clock = ExampleClock()
     for moment, args in script(EXAMPLES / f"{name}.toolcat"):
         if moment is not None:

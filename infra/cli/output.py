@@ -148,7 +148,8 @@ HINTS = (
          writes_only=True),
     Hint("unknown_release", "release", "publish it first with 'toolcat release publish {value}'"),
     Hint("usage", "effective_at", "check --effective-at", marker="--effective-at"),
-    # The seed rules (README "Naming, ownership and window rules"): the command that does it the allowed way.
+    # The seed rules (docs/operators.md, "Naming, ownership and window rules"): the command that does it
+    # the allowed way.
     Hint("reserved_prefix", "move_to", "rename it with 'toolcat tool rename {old_id} {tool_id} --source {move_to}'"),
     Hint("shim_id", "shim_of", "record it as a shim with 'toolcat alias add {shim_of} {tool_id} --shim'"),
     Hint("risk_required", "tool_id", "register it with --risk and one of {write_risks}"),

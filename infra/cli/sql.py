@@ -1,6 +1,6 @@
-"""`toolcat sql`: one read-only query on the read model, as a table, JSON or CSV (README: "What `toolcat
-sql` allows"). The rules and the encodings are `projections.user_sql` and `projections.sql_encode`,
-shared with `POST /v1/sql`."""
+"""`toolcat sql`: one read-only query on the read model, as a table, JSON or CSV (docs/analysts.md:
+"What `toolcat sql` allows"). The rules and the encodings are `projections.user_sql` and
+`projections.sql_encode`, shared with `POST /v1/sql`."""
 from __future__ import annotations
 
 from domain.errors import UsageError

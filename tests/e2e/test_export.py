@@ -1,11 +1,11 @@
 """End to end: `toolcat export --format parquet DIR` on the bundled example story. Every table and view
 comes back from its Parquet file with pyarrow; `schema.sql` and the files, loaded into a fresh DuckDB,
-answer the README's history questions as the read model does and hold the same fingerprint. With a server
-owning the read model, the export reads its snapshot and never the file the server holds.
+answer the analysts' history questions (docs/analysts.md) as the read model does and hold the same
+fingerprint. With a server owning the read model, the export reads its snapshot and never the file the
+server holds.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import closing, nullcontext
 from pathlib import Path
@@ -24,10 +24,9 @@ from infra.wiring import open_catalog
 from projections.fingerprint import fingerprint
 from projections.projector import read_tracking
 from projections.rows import scalar
-from tests.support import (PROJECT_ROOT, error_of, ok, run_example, run_in_process, run_toolcat, toolcat_env,
+from tests.doc_text import history_questions
+from tests.support import (error_of, ok, run_example, run_in_process, run_toolcat, toolcat_env,
                            toolcat_environ, toolcat_in_process)
-
-QUESTIONS = "### Questions over history"
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +49,8 @@ def export(home: Path, target: Path, **env: str) -> Any:
                        env=toolcat_env("exporter", {"TOOLCAT_HOME": str(home)}, env), timeout=120)
 
 
-def readme_questions() -> list[str]:
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    assert QUESTIONS in readme, f"README.md has no section {QUESTIONS!r}"
-    return re.findall(r"```sql\n(.*?)```", readme.split(QUESTIONS, 1)[1].split("\n## ", 1)[0], re.DOTALL)
-
-
 def answers(con: duckdb.DuckDBPyConnection) -> list[list[dict[str, Any]]]:
-    return [con.sql(question).to_arrow_table().to_pylist() for question in readme_questions()]
+    return [con.sql(question).to_arrow_table().to_pylist() for question in history_questions()]
 
 
 def test_every_table_and_view_comes_back_from_its_parquet_file(story: Path, tmp_path: Path) -> None:
@@ -88,11 +81,11 @@ def test_every_table_and_view_comes_back_from_its_parquet_file(story: Path, tmp_
     assert events.column("data")[0].as_py().startswith('{"policy"')
 
 
-def test_schema_sql_and_the_files_answer_the_readme_questions_as_the_read_model_does(
+def test_schema_sql_and_the_files_answer_the_documented_history_questions_as_the_read_model_does(
         story: Path, tmp_path: Path, live: duckdb.DuckDBPyConnection) -> None:
     target = tmp_path / "out"
     document = ok(export(story, target))
-    assert len(readme_questions()) == 8
+    assert len(history_questions()) == 8
 
     # the way of any DuckDB: schema.sql, then each table from its file
     with closing(duckdb.connect()) as fresh:

@@ -86,8 +86,9 @@ def test_the_row_limit_comes_from_the_settings_and_is_told(story: int, cli: Any,
     assert len(ok(whole)) == 2 and whole.stderr == ""
 
 
-# When did an agent lose the use of a tool it could call, and what did it come to? (README, "Questions over
-# history"): a version of effective_history that was enabled, joined with the version that follows it.
+# When did an agent lose the use of a tool it could call, and what did it come to? (docs/analysts.md,
+# "Questions over history"): a version of effective_history that was enabled, joined with the version
+# that follows it.
 LOST = """
 SELECT h.subject_kind || ':' || h.subject AS subject, h.tool_id, h.valid_to AS lost_at,
        coalesce(n.exposure, 'not in its set') AS since_then, e.type AS event

@@ -4,12 +4,12 @@ seed's literal name) are sink:network — with the evidence, as of any position,
 history tables that answer "which denials would rule R have made?"."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
-from tests.support import PROJECT_ROOT, error_of, ok
+from tests.doc_text import history_questions
+from tests.support import error_of, ok
 
 RULE = "no_sink_after_sensitive_source"
 EVIDENCE = ("decision", "matched_tool_name", "matched_tool_classes", "matched_route_rule_id", "reason_code")
@@ -119,15 +119,14 @@ def test_the_routing_read_model_replays_bit_for_bit(seed_004: int, cli: Any) -> 
     assert ok(cli("audit", "replay", "--until", str(seed_004)))["matches"] is True
 
 
-def readme_denials_query(rule_id: str) -> str:
-    """The README's question "which denials would rule R have made over the last month?", for rule_id."""
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    [query] = [q for q in re.findall(r"```sql\n(.*?)```", readme, re.DOTALL) if "route_rule_history" in q]
+def documented_denials_query(rule_id: str) -> str:
+    """The analysts' question "which denials would rule R have made over the last month?", for rule_id."""
+    [query] = [q for q in history_questions() if "route_rule_history" in q]
     return query.replace("'no-network-sink-after-sensitive-source'", f"'{rule_id}'")
 
 
-def test_the_readme_question_which_denials_would_rule_r_have_made(seed_004: int, cli: Any) -> None:
-    rows = ok(cli("sql", readme_denials_query(RULE)))
+def test_the_documented_question_which_denials_would_rule_r_have_made(seed_004: int, cli: Any) -> None:
+    rows = ok(cli("sql", documented_denials_query(RULE)))
 
     assert [(r["denied_call"], r["after_any_of"], r["rule_from"]) for r in rows] == [
         ("find_web", ["get_document"], seed_004), ("web_search", ["get_document"], seed_004)]

@@ -1,6 +1,6 @@
-"""The read-side seed rules (README "Naming, ownership and window rules" 6, 7, 10 and 12), told through the
-command line run in this process on real SQLite and DuckDB files: given a catalog, when it is read, then
-the answer follows the rule.
+"""The read-side seed rules (docs/operators.md, "Naming, ownership and window rules" 6, 7, 10 and 12), told
+through the command line run in this process on real SQLite and DuckDB files: given a catalog, when it is
+read, then the answer follows the rule.
 """
 from __future__ import annotations
 

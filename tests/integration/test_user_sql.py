@@ -24,6 +24,7 @@ from projections.fingerprint import fingerprint
 from projections.projector import Projector
 from projections.sql_encode import ARROW_STREAM, CSV, JSON, PARQUET, encode, rows, truncated
 from projections.user_sql import check_query, run_query, sandbox_config
+from tests.doc_text import page, pages
 from tests.support import run_example, run_in_process
 
 SECRET = "toolcat-secret-4711"
@@ -275,11 +276,12 @@ def dated_sandbox(home: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     con.close()
 
 
-def test_the_readme_history_questions_are_allowed_and_answer(dated_sandbox: duckdb.DuckDBPyConnection) -> None:
-    """Every ```sql block of the README runs under the rules, with the columns its table shows."""
+def test_the_documented_history_questions_are_allowed_and_answer(dated_sandbox: duckdb.DuckDBPyConnection) -> None:
+    """Every ```sql block the documentation answers with a table runs under the rules, with the table's
+    columns."""
     sandboxed = dated_sandbox
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    answered = re.findall(r"```sql\n(.*?)\n```\n\| (.*?) \|\n", readme, flags=re.S)
+    answered = [found for name in pages()
+                for found in re.findall(r"```sql\n(.*?)\n```\n\| (.*?) \|\n", page(name), flags=re.S)]
     assert len(answered) >= 5
     for query, header in answered:
         table = run_query(sandboxed, query, timeout_seconds=30, row_limit=1000)

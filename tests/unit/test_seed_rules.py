@@ -1,6 +1,6 @@
 """The naming, ownership and window rules of seeds 000 (ARCH-21), 002 (Spring Voyage tools) and 003
 (ADR-0030), one story each: given a catalog, when a command breaks the rule, then it is refused with a
-stable code (exit 3) and nothing is written. The README's naming-rules table lists them by number.
+stable code (exit 3) and nothing is written. The naming-rules table of docs/operators.md lists them by number.
 
 In-memory store only (no I/O). The read-side rules (6, 10's inventory, 12) are told in
 tests/integration/test_seed_rules_read.py.

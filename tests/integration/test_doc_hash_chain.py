@@ -1,11 +1,10 @@
-"""The README's "The envelope and its hash chain, exactly" stays true: its worked example is a real chain
-that toolcat's own code agrees with, and its verification snippet, run as the README prints it, checks a
+"""The auditors' page's "The envelope and its hash chain, exactly" stays true: its worked example is a real
+chain that toolcat's own code agrees with, and its verification snippet, run as the page prints it, checks a
 real home's `toolcat.events` topic and rejects a changed envelope."""
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,56 +13,50 @@ import pytest
 
 from infra.settings import Settings
 from projections.envelope import GENESIS_HASH, Envelope, canonical_json
+from tests.doc_text import code_blocks, section
 from tests.integration.kafka_support import events_on_topic, relay_all, store_head, toolcat
-from tests.support import PROJECT_ROOT, SCRIPT, run_in_process
+from tests.support import SCRIPT, run_in_process
 
-HEADING = "### The envelope and its hash chain, exactly"
-# Non-ASCII text and floats, so the real chain exercises the rules the README states for them.
+PAGE, HEADING = "docs/auditors.md", "## The envelope and its hash chain, exactly"
+# Non-ASCII text and floats, so the real chain exercises the rules the page states for them.
 SCHEMA = {"type": "object", "properties": {"limit": {"type": "number", "minimum": 0.5, "maximum": 1e16},
                                            "note": {"type": "string", "description": "«naïve» ✓ 🗒"}}}
 
 
-def readme_section() -> str:
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    assert HEADING in readme, f"README.md has no section {HEADING!r}"
-    section = readme.split(HEADING, 1)[1]
-    return re.split(r"\n#{2,3} ", section, maxsplit=1)[0]
+def chain_section() -> str:
+    return section(PAGE, HEADING)
 
 
-def code_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
-
-
-def readme_verify_chain() -> Callable[[list[Any]], tuple[int, str]]:
-    """The README's snippet, executed exactly as printed."""
-    [snippet] = code_blocks("python")
+def documented_verify_chain() -> Callable[[list[Any]], tuple[int, str]]:
+    """The page's snippet, executed exactly as printed."""
+    [snippet] = code_blocks(chain_section(), "python")
     namespace: dict[str, Any] = {}
-    exec(compile(snippet, "README.md", "exec"), namespace)  # noqa: S102 - the README's own text
+    exec(compile(snippet, PAGE, "exec"), namespace)  # noqa: S102 - the page's own text
     return namespace["verify_chain"]
 
 
-def readme_envelopes() -> list[str]:
-    [published] = code_blocks("json")
+def documented_envelopes() -> list[str]:
+    [published] = code_blocks(chain_section(), "json")
     return published.splitlines()
 
 
 def test_the_worked_example_is_a_real_chain_that_toolcat_agrees_with() -> None:
-    first_text, second_text = readme_envelopes()
+    first_text, second_text = documented_envelopes()
     first, second = Envelope.model_validate_json(first_text), Envelope.model_validate_json(second_text)
-    [hashed] = code_blocks("text")
+    [hashed] = code_blocks(chain_section(), "text")
     hashed = hashed.removesuffix("\n")  # the code fence's own line end: the hashed bytes end with the JSON
 
     assert first.to_json().decode() == first_text and second.to_json().decode() == second_text
     assert hashed == f"{GENESIS_HASH}\n{canonical_json(first.body()).decode()}"
     assert hashlib.sha256(hashed.encode()).hexdigest() == first.hash == first.expected_hash() == second.prev_hash
-    assert f"`{first.hash}`" in readme_section()
+    assert f"`{first.hash}`" in chain_section()
     assert second.expected_hash() == second.hash
-    assert readme_verify_chain()(readme_envelopes()) == (2, second.hash)
+    assert documented_verify_chain()(documented_envelopes()) == (2, second.hash)
 
 
 def test_the_snippet_rejects_a_changed_or_unanchored_chain_and_skips_repeats() -> None:
-    verify_chain = readme_verify_chain()
-    first, second = readme_envelopes()
+    verify_chain = documented_verify_chain()
+    first, second = documented_envelopes()
     forged = json.loads(second)
     forged["actor"] = "mallory"
 
@@ -88,7 +81,7 @@ def test_the_snippet_verifies_a_real_homes_topic_up_to_the_head_audit_verify_rep
     values = [message.value for message in events_on_topic(kafka_settings, range(1, head + 1))]
     assert "🗒".encode() in values[-2] + values[-1] and b"1e+16" in values[-2] + values[-1]
 
-    verify_chain = readme_verify_chain()
+    verify_chain = documented_verify_chain()
 
     verified = toolcat("audit", "verify", home=home)
     # the home's writes never caught a read model up and nothing sealed it: the chain had no witness
