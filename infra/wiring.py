@@ -15,6 +15,7 @@ from domain.application import AggregateReads, StoreReads
 from domain.catalog import Catalog
 from domain.errors import Unavailable, UsageError
 from infra.aggregate_cache import AggregateCache
+from infra.held_transaction import GROUP_COMMIT_PERSISTENCE
 from infra.settings import Settings, scrub, url_passwords
 from projections.connection import connect
 from projections.migrate import migrate
@@ -59,7 +60,8 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
     """The Catalog application on the configured store. Processes starting at the same moment race to
     create the tables (PostgreSQL reports "tuple concurrently updated", SQLite "database is locked"):
     a few quick retries settle it. `cached_aggregates`: keep up to that many aggregates in memory
-    (eventsourcing's aggregate cache) for a long-running process that writes many times."""
+    (eventsourcing's aggregate cache) for a long-running process that writes many times, a server, whose
+    SQLite store then takes a held transaction (its writer's group commit, infra/held_transaction.py)."""
     env = store_env(settings)
     reads: Callable[[Application[uuid.UUID]], AggregateReads] = StoreReads
     if cached_aggregates:
@@ -67,6 +69,9 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
         # as each command starts (infra/aggregate_cache.py); other reads get a copy brought up to the store.
         env["AGGREGATE_CACHE_MAXSIZE"] = str(cached_aggregates)
         reads = AggregateCache.of
+        if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
+            # A server's writer commits the commands that queued together in one transaction.
+            env["PERSISTENCE_MODULE"] = GROUP_COMMIT_PERSISTENCE
     for attempt in range(attempts):
         try:
             return Catalog(env=env, reads=reads)
