@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from domain.base import Meta
 from domain.errors import Conflict, IdempotencyKeyReused
-from domain.history import HistoryRecord, read_history
+from domain.history import HistoryRecord, plain_sqlite_store, read_history
 from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
 from domain.name import NameClaim, name_key
 from domain.namespace import NamespaceClaim, namespace_key, namespace_of
@@ -259,3 +259,11 @@ class CatalogApplication(Application[uuid.UUID]):
     def history(self, after: int, limit: int, topics: tuple[str, ...] = ()) -> list[HistoryRecord]:
         """Up to `limit` stored events after position `after`, in order (only `topics`, when given)."""
         return read_history(self.recorder, self.mapper.transcoder, after, limit, topics)
+
+    def plain_sqlite_store(self) -> tuple[str, str] | None:
+        """(file, table) when the stored rows may be read and decoded directly (see domain/history.py)."""
+        return plain_sqlite_store(self.recorder, self.mapper.transcoder, self.mapper.cipher, self.mapper.compressor)
+
+    def decode_state(self, state: bytes) -> dict[str, Any]:
+        """A stored event's state decoded as the store's own mapper does."""
+        return cast(dict[str, Any], self.mapper.transcoder.decode(state))

@@ -36,3 +36,21 @@ def read_history(recorder: ApplicationRecorder, transcoder: Transcoder, after: i
         finite = b"NaN" not in n.state and b"Infinity" not in n.state
         records.append(HistoryRecord(n.id, str(n.originator_id), n.originator_version, n.topic, state, finite))
     return records
+
+
+def plain_sqlite_store(recorder: ApplicationRecorder, transcoder: Transcoder, cipher: Any,
+                       compressor: Any) -> tuple[str, str] | None:
+    """The SQLite file and events table of a store whose rows a reader may decode itself (the catch-up's
+    fast path): plain JSON state (no cipher, no compression) and UUID originator IDs, in a file another
+    connection can open. None for any other store, which is read through `read_history`. It looks inside the
+    library's SQLite recorder (its file and table): eventsourcing is pinned for it (projections/stored_rows.py)."""
+    from eventsourcing.persistence import JSONTranscoder
+    from eventsourcing.sqlite import SQLiteApplicationRecorder
+    if not isinstance(recorder, SQLiteApplicationRecorder) or cipher is not None or compressor is not None:
+        return None
+    if type(transcoder) is not JSONTranscoder or recorder.datastore.originator_id_type != "uuid":
+        return None
+    path = recorder.datastore.pool.db_name
+    if ":memory:" in path or path.startswith("file:") or "mode=memory" in path:
+        return None
+    return path, recorder.events_table_name

@@ -10,7 +10,7 @@ from projections.ahead import read_ahead
 from projections.envelope import chain_all
 from projections.heap import release_free_memory
 from projections.projector import Batch, Projector, Tracking, event_rows, upcast_all
-from projections.stored_rows import plain_sqlite_store, read_rows
+from projections.stored_rows import read_rows
 
 Reader = Callable[[int, int], list[HistoryRecord]]
 
@@ -94,12 +94,11 @@ def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int |
 def history_reader(catalog: Catalog) -> Reader:
     """The stored rows read directly from a plain SQLite store (projections/stored_rows.py), else through
     the store's mapper (PostgreSQL, or a store the fast path cannot decode itself)."""
-    store = plain_sqlite_store(catalog)
+    store = catalog.plain_sqlite_store()
     if store is None:
         return lambda after, limit: catalog.history(after=after, limit=limit)
     path, table = store
-    decode = catalog.mapper.transcoder.decode
-    return lambda after, limit: read_rows(path, table, after, limit, decode)
+    return lambda after, limit: read_rows(path, table, after, limit, catalog.decode_state)
 
 
 def _page(read: Reader, after: int, page_size: int, until: int | None) -> list[HistoryRecord]:

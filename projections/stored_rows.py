@@ -3,10 +3,12 @@ bypassing the eventsourcing mapper (its json decoder, object hooks and UUID obje
 quarters of the read). The records are exactly those `Catalog.history` gives: any row orjson might read
 differently from the store's own decoder is decoded by that decoder instead (see `_decode`).
 
-The one place that knows eventsourcing's stored format rather than its API: the SQLite recorder's file,
-table and columns (`plain_sqlite_store`, `read_rows`), its JSON transcoder's datetime form (`_decode`) and
-the hex form of originator ids (`_uuid_text`). eventsourcing is pinned in pyproject.toml for it, and
-tests/integration/test_stored_rows.py fails when the installed version is not the one checked.
+The one place that decodes eventsourcing's stored format rather than going through its API: the SQLite
+recorder's table and columns (`read_rows`), its JSON transcoder's datetime form (`_decode`) and the hex form
+of originator ids (`_uuid_text`); domain/history.py's `plain_sqlite_store` finds the file and table (there,
+as domain/ is the only layer below this one that may import eventsourcing). eventsourcing is pinned in
+pyproject.toml for it, and tests/integration/test_stored_rows.py fails when the installed version is not the
+one checked.
 """
 from __future__ import annotations
 
@@ -17,10 +19,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from eventsourcing.persistence import JSONTranscoder
-from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from domain.catalog import Catalog
 from domain.errors import IntegrityFailure
 from domain.history import HistoryRecord
 
@@ -32,22 +31,6 @@ Decode = Callable[[bytes], dict[str, Any]]
 _DIGITS_ONLY = bytes(48 if 48 <= byte <= 57 else 46 for byte in range(256))
 _LONG_RUN = b"0" * 19
 _TYPED = b'"_type_"'
-
-
-def plain_sqlite_store(catalog: Catalog) -> tuple[str, str] | None:
-    """The SQLite file and events table of a store whose rows a reader may decode itself: plain JSON state
-    (no cipher, no compression) and UUID originator IDs, in a file another connection can open. None for
-    any other store, which is read through `Catalog.history`."""
-    recorder, mapper = catalog.recorder, catalog.mapper
-    if not isinstance(recorder, SQLiteApplicationRecorder) or mapper.cipher is not None \
-            or mapper.compressor is not None:
-        return None
-    if type(mapper.transcoder) is not JSONTranscoder or recorder.datastore.originator_id_type != "uuid":
-        return None
-    path = recorder.datastore.pool.db_name
-    if ":memory:" in path or path.startswith("file:") or "mode=memory" in path:
-        return None
-    return path, recorder.events_table_name
 
 
 def read_rows(path: str, table: str, after: int, limit: int, decode: Decode) -> list[HistoryRecord]:

@@ -17,7 +17,6 @@ from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.catchup import history_reader
 from projections.envelope import GENESIS_HASH, chain_all
-from projections.stored_rows import plain_sqlite_store
 from tests.integration.test_canonical_json import DIVERGENT
 
 META = Meta(actor="tester", reason="naïve — ünïcode 😀")
@@ -56,7 +55,7 @@ def test_given_stored_events_with_odd_values_when_read_directly_then_records_and
     _write_store(sqlite_settings)
     catalog = open_catalog(sqlite_settings)
     try:
-        assert plain_sqlite_store(catalog) is not None
+        assert catalog.plain_sqlite_store() is not None
         # when the catch-up reads it directly, a page at a time
         direct = history_reader(catalog)(0, 3) + history_reader(catalog)(3, 1000)
         # then the records are those the mapper decodes, and so are the envelopes and their hashes
