@@ -1,14 +1,17 @@
 """The typed base of the Catalog application: aggregates read by key, each command written as one
 atomic batch (at most once per idempotency key), and the stored history read in order.
 
+How a command reads aggregates is a seam (`AggregateReads`): by default a copy from the store each time;
+a long-running process gives one of its own (a server's cache: infra/aggregate_cache.py).
+
 Every use-case class (tools, subjects, the catalog-wide ones) builds on `CatalogApplication`."""
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Protocol, TypeVar, cast
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
@@ -19,7 +22,6 @@ from domain.base import Meta
 from domain.errors import Conflict, IdempotencyKeyReused
 from domain.history import HistoryRecord, plain_sqlite_store, read_history
 from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
-from domain.kept import KeptAggregates
 from domain.name import NameClaim, name_key
 from domain.namespace import NamespaceClaim, namespace_key, namespace_of
 from domain.naming import NamingPolicy, preset
@@ -91,20 +93,53 @@ class Batch:
         return any(a.pending_events for a in self.aggregates if a is not self.default_policy)
 
 
-class _Command:
-    """The aggregates one command read (kept ones, not copies: see `CatalogApplication._command`)."""
+class AggregateReads(Protocol):
+    """Where the application's commands read the aggregates they change."""
 
-    def __init__(self) -> None:
-        self.reads: list[Aggregate] = []
+    def command(self) -> AbstractContextManager[None]:
+        """The span of one command (re-entrant: a compound's commands run inside it)."""
+
+    def get(self, key: uuid.UUID) -> Aggregate | None:
+        """The aggregate at `key`, None when there is none."""
+
+    def save_failed(self, aggregates: Sequence[Aggregate]) -> None:
+        """Saving these failed (their pending events were taken): what was read must not be trusted."""
+
+    def forget_all(self) -> None:
+        """The store recorded none of what the commands since the last commit saved (a failed COMMIT)."""
+
+
+class StoreReads:
+    """Each aggregate read from the store, a fresh copy each time: nothing outlives a command."""
+
+    def __init__(self, application: Application[uuid.UUID]) -> None:
+        self._repository = application.repository
+
+    def command(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def get(self, key: uuid.UUID) -> Aggregate | None:
+        try:
+            return cast(Aggregate, self._repository.get(key))
+        except AggregateNotFoundError:
+            return None
+
+    def save_failed(self, aggregates: Sequence[Aggregate]) -> None:
+        pass
+
+    def forget_all(self) -> None:
+        pass
 
 
 class CatalogApplication(Application[uuid.UUID]):
     """The event store, the aggregates read from it, the one way of writing to it, and its history."""
 
-    def __init__(self, env: Any = None) -> None:
+    def __init__(self, env: Any = None,
+                 reads: Callable[[Application[uuid.UUID]], AggregateReads] = StoreReads) -> None:
+        """`reads`: how commands read aggregates, built on this application (its repository and recorder)."""
         super().__init__(env)
-        self._one_command = threading.RLock()
-        self.kept = KeptAggregates(self.repository, self.recorder)
+        self.reads = reads(self)
+        self._compound = threading.local()  # .batch: the compound batch its thread is building
 
     # -- reading aggregates -------------------------------------------------------------------
     def get_or_none(self, key: uuid.UUID, kind: type[A]) -> A | None:
@@ -114,56 +149,13 @@ class CatalogApplication(Application[uuid.UUID]):
         for aggregate in compound.aggregates if compound is not None else ():
             if aggregate.id == key:
                 return cast(A, aggregate)
-        command = self._current_command()
-        if command is not None and self.kept.enabled:
-            found = self.kept.get(key)
-            if found is None:
-                return None
-        else:
-            try:
-                found = self.repository.get(key, deepcopy_from_cache=command is None)
-            except AggregateNotFoundError:
-                return None
-        if command is not None:
-            command.reads.append(found)
-        return cast(A, found)
-
-    # -- one command at a time, on the aggregates kept in memory ---------------------------------
-    _running = threading.local()
-
-    def _current_command(self) -> _Command | None:
-        return cast(dict[int, _Command], getattr(self._running, "commands", {})).get(id(self))
-
-    @contextmanager
-    def _command(self) -> Iterator[None]:
-        """One command at a time (re-entrant: a compound's commands run inside it), reading the aggregates
-        kept in memory (a server's cache) themselves, not copies: copying each one read was ≈ 30 % of a
-        write's CPU (a unit with a thousand grants copied whole for each grant). The kept aggregates are
-        brought up to the store once as the command starts (domain/kept.py), not each time one is read.
-        What a command changed and did not save, or whose save failed, is dropped from the cache, to be
-        read again from the store: nothing a failed command did is kept."""
-        with self._one_command:
-            if self._current_command() is not None:
-                yield
-                return
-            if not hasattr(self._running, "commands"):
-                self._running.commands = {}
-            self.kept.sync()
-            command = self._running.commands[id(self)] = _Command()
-            try:
-                yield
-            finally:
-                del self._running.commands[id(self)]
-                self.kept.forget([a for a in command.reads if a.pending_events])
+        return cast(A | None, self.reads.get(key))
 
     def _save(self, *aggregates: Aggregate) -> list[Any]:
-        """Save; when it fails, the command's reads are dropped from the cache (saving took their pending
-        events before failing, so they no longer show what changed)."""
         try:
             return self.save(*aggregates)
         except BaseException:
-            command = self._current_command()
-            self.kept.forget([*aggregates, *(command.reads if command is not None else ())])
+            self.reads.save_failed(aggregates)
             raise
 
     def owner_of(self, tool_id: str) -> Tool | None:
@@ -198,7 +190,7 @@ class CatalogApplication(Application[uuid.UUID]):
         if compound is not None:  # one command of several saved together: compound() saves them
             build(compound)
             return WriteResult(position=None, events=[])
-        with self._command():
+        with self.reads.command():
             return self._execute(command, args, meta, build)
 
     def _execute(self, command: str, args: dict[str, Any], meta: Meta, build: Callable[[Batch], None]
@@ -225,15 +217,9 @@ class CatalogApplication(Application[uuid.UUID]):
         return _written(recordings)
 
     # -- several commands as one atomic write ---------------------------------------------------
-    _compound = threading.local()
-
     def compound_batch(self) -> Batch | None:
-        return self._compounds().get(id(self))
-
-    def _compounds(self) -> dict[int, Batch]:
-        if not hasattr(self._compound, "batches"):
-            self._compound.batches = {}
-        return cast(dict[int, Batch], self._compound.batches)
+        """The compound batch this thread is building, if any."""
+        return cast(Batch | None, getattr(self._compound, "batch", None))
 
     @contextmanager
     def compound(self, meta: Meta) -> Iterator[Batch]:
@@ -242,12 +228,12 @@ class CatalogApplication(Application[uuid.UUID]):
         Per thread, so a server's other requests never join it."""
         if self.compound_batch() is not None:
             raise RuntimeError("compound writes do not nest")
-        with self._command():
-            batch = self._compounds()[id(self)] = Batch(self, meta)
+        with self.reads.command():
+            batch = self._compound.batch = Batch(self, meta)
             try:
                 yield batch
             finally:
-                del self._compounds()[id(self)]
+                self._compound.batch = None
 
     def save_compound(self, batch: Batch) -> WriteResult:
         """Save a compound batch in one atomic write; a concurrent writer makes it a conflict."""

@@ -42,7 +42,8 @@ def plain_sqlite_store(recorder: ApplicationRecorder, transcoder: Transcoder, ci
                        compressor: Any) -> tuple[str, str] | None:
     """The SQLite file and events table of a store whose rows a reader may decode itself (the catch-up's
     fast path): plain JSON state (no cipher, no compression) and UUID originator IDs, in a file another
-    connection can open. None for any other store, which is read through `read_history`."""
+    connection can open. None for any other store, which is read through `read_history`. It looks inside the
+    library's SQLite recorder (its file and table): eventsourcing is pinned for it (projections/stored_rows.py)."""
     from eventsourcing.persistence import JSONTranscoder
     from eventsourcing.sqlite import SQLiteApplicationRecorder
     if not isinstance(recorder, SQLiteApplicationRecorder) or cipher is not None or compressor is not None:

@@ -5,6 +5,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
+from domain.agent import Agent
 from domain.compatibility import SchemaCompatibility
 from domain.connector import Connector
 from domain.grants import SubjectGrants
@@ -18,8 +19,8 @@ from domain.release import ReleaseTrain
 from domain.routing import RouteRules
 from domain.seals import SealLog
 from domain.secret_refs import SecretRef
-from domain.subjects import Agent, Unit
 from domain.tool import Tool
+from domain.unit import Unit
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
                                            Connector, SubjectGrants, SealLog, NamespaceClaim, RouteRules, Node,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from domain.agent import Agent, agent_key
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
 from domain.errors import RetiredAlias, UnknownSubject, UnknownTool, UsageError
@@ -12,8 +13,9 @@ from domain.nodes import Node, node_key, refuse_not_model_facing
 from domain.route_errors import DuplicateSecretRef, UnknownNode
 from domain.routing import ROUTE_RULES_KEY, RouteRule, RouteRules
 from domain.secret_refs import SecretRef, check_ref, secret_ref_key
-from domain.subjects import Agent, Unit, agent_key, parse_subject, unit_key
+from domain.subjects import parse_subject
 from domain.tool import Tool
+from domain.unit import Unit, unit_key
 
 
 def check_classes(classes: list[str]) -> list[str]:

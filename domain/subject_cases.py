@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import uuid
 
+from domain.agent import Agent, StateMode, agent_key
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
 from domain.connector import Connector, connector_key
@@ -11,8 +12,9 @@ from domain.errors import DuplicateConnector, DuplicateSubject, InvalidName, Inv
 from domain.grammar import check_entry, check_name, image_publisher, check_namespace, check_pattern, shown
 from domain.grants import SubjectGrants, grants_key, is_pattern
 from domain.name import NameClaim
-from domain.subjects import Agent, StateMode, Unit, agent_key, parse_effective_at, parse_subject, unit_key
+from domain.subjects import parse_effective_at, parse_subject
 from domain.tool import Tool
+from domain.unit import Unit, unit_key
 from domain.values import ToolSpec
 
 

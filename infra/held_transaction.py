@@ -3,74 +3,57 @@ infra/http/writer.py): the commands' saves and reads join it, each as a savepoin
 fsync) records them all.
 
 eventsourcing opens a transaction of its own for each save and each read (`SQLiteDatastore.transaction`).
-While this holds one, the calls of the holding thread become savepoints inside it instead: a save that
-fails is undone alone (ROLLBACK TO), as its own transaction would have been, and every read of that thread
-sees what the earlier commands wrote. Other threads (the follower, readers) go on using their own
-connections and see only what is committed.
+The server's store is built by `GroupCommitSQLiteFactory`, given to eventsourcing as its persistence module
+(the PERSISTENCE_MODULE setting names a factory class, the library's own extension point): its datastore is
+a `SQLiteDatastore` whose `transaction`, while a transaction is held, makes the holding thread's calls
+savepoints inside it instead. A save that fails is undone alone (ROLLBACK TO), as its own transaction would
+have been, and every read of that thread sees what the earlier commands wrote. Other threads (the follower,
+readers) go on using their own connections and see only what is committed.
+
+eventsourcing is pinned in pyproject.toml for this: tests/integration/test_held_transaction.py fails on
+another version until these are checked against it.
 """
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from eventsourcing.sqlite import SQLiteConnection, SQLiteCursor, SQLiteDatastore, SQLiteTransaction
+from eventsourcing import persistence
+from eventsourcing.sqlite import SQLiteConnection, SQLiteCursor, SQLiteDatastore, SQLiteFactory
+from eventsourcing.utils import EnvType, get_topic
 
 from domain.catalog import Catalog
 
 _SAVEPOINT = "toolcat_command"
 
-
-class _SavepointEnds:
-    """What `SQLiteTransaction` ends a transaction with, for a savepoint of the held transaction: its
-    commit releases the savepoint, its rollback undoes what was done since."""
-
-    def __init__(self, connection: SQLiteConnection) -> None:
-        self._connection = connection
-
-    def cursor(self) -> SQLiteCursor:
-        return self._connection.cursor()
-
-    def commit(self) -> None:
-        self._execute(f"RELEASE {_SAVEPOINT}")
-
-    def rollback(self) -> None:
-        self._execute(f"ROLLBACK TO {_SAVEPOINT}")
-        self._execute(f"RELEASE {_SAVEPOINT}")
-
-    def _execute(self, statement: str) -> None:
-        with self.cursor() as cursor:
-            cursor.execute(statement)
-
-
-class _Savepoint(SQLiteTransaction):
-    """A transaction of the library's, as a savepoint (its errors translated as the library's own are)."""
-
-    def __enter__(self) -> SQLiteCursor:
-        cursor = self.connection.cursor()
-        cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
-        return cursor
+# sqlite3's errors as eventsourcing's own transactions raise them (a conflicting insert: IntegrityError, a
+# RecordConflictError), most specific first.
+_AS_THE_LIBRARY_RAISES: tuple[tuple[type[sqlite3.Error], type[persistence.PersistenceError]], ...] = (
+    (sqlite3.InterfaceError, persistence.InterfaceError), (sqlite3.DataError, persistence.DataError),
+    (sqlite3.OperationalError, persistence.OperationalError), (sqlite3.IntegrityError, persistence.IntegrityError),
+    (sqlite3.InternalError, persistence.InternalError), (sqlite3.ProgrammingError, persistence.ProgrammingError),
+    (sqlite3.NotSupportedError, persistence.NotSupportedError), (sqlite3.DatabaseError, persistence.DatabaseError),
+    (sqlite3.Error, persistence.PersistenceError))
 
 
 class HeldTransaction:
     """A file-based SQLite store's transaction, begun and committed by one thread (`begin`, `commit`)."""
 
     def __init__(self, datastore: SQLiteDatastore) -> None:
-        self._datastore, self._own_transaction = datastore, datastore.transaction
+        self._datastore = datastore
         self._connection: SQLiteConnection | None = None
         self._holder: int | None = None
-        datastore.transaction = self._transaction  # type: ignore[method-assign]
 
     @classmethod
     def of(cls, catalog: Catalog) -> HeldTransaction | None:
-        """For the catalog's store when it is a SQLite file; None for any other (each command then commits
-        on its own). An in-memory SQLite lets no one read while a writer holds its connection."""
+        """For the catalog's store when it was built by GroupCommitSQLiteFactory; None for any other (each
+        command then commits on its own)."""
         datastore = getattr(catalog.recorder, "datastore", None)
-        if not isinstance(datastore, SQLiteDatastore) or datastore.pool.is_sqlite_memory_mode:
-            return None
-        return cls(datastore)
+        return datastore.held if isinstance(datastore, GroupCommitDatastore) else None
 
     @property
     def is_open(self) -> bool:
@@ -101,12 +84,70 @@ class HeldTransaction:
         finally:
             self._datastore.pool.put_connection(connection)
 
+    def joined_by_this_thread(self) -> SQLiteConnection | None:
+        """The held connection when this thread holds it."""
+        return self._connection if self._holder == threading.get_ident() else None
+
+
+class GroupCommitDatastore(SQLiteDatastore):
+    """eventsourcing's SQLite datastore, whose transactions join the held one on the thread that holds it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held = HeldTransaction(self)
+
     @contextmanager
-    def _transaction(self, *, commit: bool) -> Iterator[Any]:
-        connection = self._connection
-        if connection is None or threading.get_ident() != self._holder:
-            with self._own_transaction(commit=commit) as cursor:
+    def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
+        connection = self.held.joined_by_this_thread()
+        if connection is None:
+            with super().transaction(commit=commit) as cursor:
                 yield cursor
             return
-        with _Savepoint(_SavepointEnds(connection), commit=commit) as cursor, cursor:  # type: ignore[arg-type]
+        with _savepoint(connection, commit=commit) as cursor:
             yield cursor
+
+
+@contextmanager
+def _savepoint(connection: SQLiteConnection, *, commit: bool) -> Iterator[SQLiteCursor]:
+    """What eventsourcing's transaction is (its cursor, all undone on an error or when not committing, its
+    errors), as a savepoint of the held transaction."""
+    try:
+        with connection.cursor() as begin:
+            begin.execute(f"SAVEPOINT {_SAVEPOINT}")
+        cursor = connection.cursor()
+        try:
+            with cursor:  # closed at the end
+                yield cursor
+        except BaseException:
+            _end(connection, f"ROLLBACK TO {_SAVEPOINT}", f"RELEASE {_SAVEPOINT}")
+            raise
+        if commit:
+            _end(connection, f"RELEASE {_SAVEPOINT}")
+        else:
+            _end(connection, f"ROLLBACK TO {_SAVEPOINT}", f"RELEASE {_SAVEPOINT}")
+    except sqlite3.Error as error:
+        raise next(ours for theirs, ours in _AS_THE_LIBRARY_RAISES if isinstance(error, theirs))(error) from error
+
+
+def _end(connection: SQLiteConnection, *statements: str) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+class GroupCommitSQLiteFactory(SQLiteFactory):
+    """eventsourcing's SQLite persistence, on a GroupCommitDatastore (a file: an in-memory SQLite lets no one
+    read while a writer holds its connection)."""
+
+    def __init__(self, env: EnvType | Any) -> None:
+        super().__init__(env)
+        built = self.datastore
+        assert not built.pool.is_sqlite_memory_mode, "group commit needs a SQLite file"
+        self.datastore = GroupCommitDatastore(
+            db_name=built.pool.db_name, lock_timeout=built.pool.lock_timeout,
+            single_row_tracking=built.single_row_tracking, originator_id_type=built.originator_id_type)
+        built.close()
+
+
+# The PERSISTENCE_MODULE setting that builds a store with group commit.
+GROUP_COMMIT_PERSISTENCE = get_topic(GroupCommitSQLiteFactory)

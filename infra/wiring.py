@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import duckdb
+from eventsourcing.application import Application
 
+from domain.application import AggregateReads, StoreReads
 from domain.catalog import Catalog
 from domain.errors import Unavailable, UsageError
+from infra.aggregate_cache import AggregateCache
+from infra.held_transaction import GROUP_COMMIT_PERSISTENCE
 from infra.settings import Settings, scrub, url_passwords
 from projections.connection import connect
 from projections.migrate import migrate
@@ -54,17 +60,21 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
     """The Catalog application on the configured store. Processes starting at the same moment race to
     create the tables (PostgreSQL reports "tuple concurrently updated", SQLite "database is locked"):
     a few quick retries settle it. `cached_aggregates`: keep up to that many aggregates in memory
-    (eventsourcing's aggregate cache) for a long-running process that writes many times."""
+    (eventsourcing's aggregate cache) for a long-running process that writes many times, a server, whose
+    SQLite store then takes a held transaction (its writer's group commit, infra/held_transaction.py)."""
     env = store_env(settings)
+    reads: Callable[[Application[uuid.UUID]], AggregateReads] = StoreReads
     if cached_aggregates:
-        # Each read of a cached aggregate still reads the events stored after it (fast-forward, the
-        # library's default), so another process's writes are seen and conflicts are still refused. A
-        # command reads the kept aggregates themselves, one command at a time, and what one fails to save
-        # is dropped from the cache (CatalogApplication._command); other reads get a deep copy.
+        # Commands read the cached aggregates themselves, one command at a time, brought up to the store
+        # as each command starts (infra/aggregate_cache.py); other reads get a copy brought up to the store.
         env["AGGREGATE_CACHE_MAXSIZE"] = str(cached_aggregates)
+        reads = AggregateCache.of
+        if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
+            # A server's writer commits the commands that queued together in one transaction.
+            env["PERSISTENCE_MODULE"] = GROUP_COMMIT_PERSISTENCE
     for attempt in range(attempts):
         try:
-            return Catalog(env=env)
+            return Catalog(env=env, reads=reads)
         except Exception as error:  # the driver's own errors differ per store; all mean "cannot open it"
             if attempt == attempts - 1:
                 # The driver's message may repeat the URL: scrubbed, and the original not chained.

@@ -46,14 +46,14 @@ class CatalogPart(BufferedPart):
         self.seals = AppendRows("seals")
         # A tool registered with no other Tool.* event in its batch and no input schema (most of them):
         # its rows are a pure function of the event, built in SQL (sql/registered_*.sql). The others
-        # (`kept`) go through the handlers, which later events of the batch read back.
+        # (`in_python`) go through the handlers, which later events of the batch read back.
         registered = frozenset({"Tool.Registered"})
         self.registered_tools = SqlAppend("tools", "registered_tools", registered)
         self.registered_history = SqlHistory("tool_history", ("tool_key",), "history_registered_tools", registered,
                                              new_keys=True)
         self.registered_classes = SqlHistory("tool_class_history", ("tool_key",), "history_registered_classes",
                                              registered, new_keys=True)
-        self.kept: set[str] = set()
+        self.in_python: set[str] = set()  # the batch's tools whose rows the handlers build
         self._release_count: int | None = None
         self.handlers: dict[str, Handler] = {
             "Policy.Recorded": self.policy_recorded,
@@ -80,16 +80,16 @@ class CatalogPart(BufferedPart):
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
         tool_events = [e for e in envelopes if e.type.startswith("Tool.")]
-        self.kept = {e.originator_id for e in tool_events
+        self.in_python = {e.originator_id for e in tool_events
                      if e.type != "Tool.Registered" or e.data["spec"].get("input_schema") is not None}
-        present, kept = {e.type for e in tool_events}, sorted(self.kept)
-        self.registered_tools.plan(envelopes, present, kept=kept)
-        self.registered_history.plan(envelopes, present, kept=kept)
+        present, in_python = {e.type for e in tool_events}, sorted(self.in_python)
+        self.registered_tools.plan(envelopes, present, in_python=in_python)
+        self.registered_history.plan(envelopes, present, in_python=in_python)
         # Most registrations list no classes: no statement for tool_class_history then.
         classified = any(e.type == "Tool.Registered" and e.data["spec"].get("classes") for e in tool_events)
-        self.registered_classes.plan(envelopes, present if classified else set(), kept=kept)
-        self.tools.load(con, self.kept)
-        self.aliases.load(con, self.kept)
+        self.registered_classes.plan(envelopes, present if classified else set(), in_python=in_python)
+        self.tools.load(con, self.in_python)
+        self.aliases.load(con, self.in_python)
         if any(e.type == "Releases.Published" for e in envelopes):
             self._release_count = scalar(con, "SELECT count(*) FROM releases")
 
@@ -140,7 +140,7 @@ class CatalogPart(BufferedPart):
                                recorded_at=when(e), actor=e.actor)
 
     def tool_registered(self, e: Envelope, data: dict[str, Any]) -> None:
-        if e.originator_id not in self.kept:
+        if e.originator_id not in self.in_python:
             return  # built in SQL at flush
         spec = data["spec"]
         schema = spec.get("input_schema")

@@ -7,7 +7,6 @@ with the tracking row, so a crash between batches loses nothing and applies noth
 from __future__ import annotations
 
 import json
-import json.encoder
 from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -254,12 +253,9 @@ _EVENT_FIELDS = tuple(name for name in EVENT_TYPES if name not in ("recorded_at"
 
 
 # json.dumps(value, sort_keys=True) builds an encoder on every call; one built once writes the same bytes.
+# (Its encode() still builds json's C encoder each call: building that once with CPython's private
+# json.encoder.c_make_encoder halved this piece's time, but a private interpreter API is not ours to call.)
 _DATA_ENCODER = json.JSONEncoder(sort_keys=True)
-# Its encode() still builds json's C encoder on every call: built once here with the very arguments
-# encode() passes it, it writes the same text in half the time (the catch-up's read-ahead, per event).
-# No `markers` (the check for cycles): data read from JSON holds none. None without json's C accelerator.
-_C_ENCODER = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
-    None, _DATA_ENCODER.default, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True)
 
 
 def event_rows(envelopes: list[Envelope]) -> pa.Table | dict[str, list[Any]]:
@@ -283,7 +279,5 @@ def event_columns(envelopes: list[Envelope]) -> dict[str, list[Any]]:
 def data_texts(values: list[dict[str, Any]]) -> list[str]:
     """The stored form of `data`: json.dumps' default (", " and ": ", ASCII-escaped), keys sorted. The
     fingerprint covers it."""
-    if _C_ENCODER is None:
-        return [_DATA_ENCODER.encode(value) for value in values]
-    write, join = _C_ENCODER, "".join
-    return [join(write(value, 0)) for value in values]
+    encode = _DATA_ENCODER.encode
+    return [encode(value) for value in values]

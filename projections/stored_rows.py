@@ -2,6 +2,13 @@
 bypassing the eventsourcing mapper (its json decoder, object hooks and UUID objects cost about three
 quarters of the read). The records are exactly those `Catalog.history` gives: any row orjson might read
 differently from the store's own decoder is decoded by that decoder instead (see `_decode`).
+
+The one place that decodes eventsourcing's stored format rather than going through its API: the SQLite
+recorder's table and columns (`read_rows`), its JSON transcoder's datetime form (`_decode`) and the hex form
+of originator ids (`_uuid_text`); domain/history.py's `plain_sqlite_store` finds the file and table (there,
+as domain/ is the only layer below this one that may import eventsourcing). eventsourcing is pinned in
+pyproject.toml for it, and tests/integration/test_stored_rows.py fails when the installed version is not the
+one checked.
 """
 from __future__ import annotations
 

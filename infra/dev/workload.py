@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from domain.agent import Agent
 from domain.base import Meta
 from domain.catalog import Catalog
 from domain.connector import Connector
@@ -18,8 +19,8 @@ from domain.name import NameClaim
 from domain.naming import preset
 from domain.policy import CatalogPolicy
 from domain.release import ReleaseTrain
-from domain.subjects import Agent, Unit
 from domain.tool import Tool
+from domain.unit import Unit
 from domain.values import ToolSpec
 from domain.window import MILESTONES
 

@@ -115,8 +115,8 @@ class Writer:
             try:
                 self._held.commit()
             except Exception as error:
-                # What the kept aggregates show of these commands was never recorded: read them again.
-                self._catalog.kept.drop_all()
+                # What the cached aggregates show of these commands was never recorded: read them again.
+                self._catalog.reads.forget_all()
                 lost = Unavailable(f"the event store could not commit: {error}; nothing of this command was "
                                    "recorded, run it again")
                 for command in commands:

@@ -1,5 +1,5 @@
 -- The batch's Tool.Registered events whose tool has no other Tool.* event in the batch and no input schema
--- ($kept lists the others' tool keys): their rows are built in SQL by catalog_part, the rest in Python.
+-- ($in_python lists the others' tool keys): their rows are built in SQL by catalog_part, the rest in Python.
 -- `d` is the data read once into the fields the rows need (one JSON parse, not one per field).
 -- Version 1 of Tool.Registered lacked `latest_release` (Tool.Registered.upcast_v1_v2 sets None), which
 -- nothing here reads, so both versions read alike.
@@ -10,4 +10,4 @@ SELECT originator_id, position, recorded_at,
            "risk": "VARCHAR", "requires_state": "BOOLEAN"}}') AS d
 FROM events
 WHERE position BETWEEN $first AND $last AND type = 'Tool.Registered'
-  AND originator_id NOT IN (SELECT unnest($kept::VARCHAR[]))
+  AND originator_id NOT IN (SELECT unnest($in_python::VARCHAR[]))

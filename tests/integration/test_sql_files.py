@@ -23,7 +23,7 @@ META = Meta(actor="tester")
 # A value for every parameter a query may name.
 PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-such-key", "ids": ["arxiv.search"],
                               "units": ["org"], "positions": [1], "key": "no-such-key", "id": "arxiv.search",
-                              "alias": "arxiv.find", "kind": "agent", "name": "ada", "kept": [],
+                              "alias": "arxiv.find", "kind": "agent", "name": "ada", "in_python": [],
                               "keys": ["no-such-key"], "agents": ["ada"], "names": ["ada"],
                               # positions of no event: the changes queries answer timestamps, which
                               # fetchall cannot build here (no pytz); test_sql_history runs them on events

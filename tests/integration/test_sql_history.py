@@ -171,7 +171,7 @@ def test_given_a_registration_stored_as_version_1_when_built_in_sql_then_its_too
     # when the SQL builds their tool rows
     rows = select_rows(con, f"SELECT * EXCLUDE (tool_key, registered_position, canonical_position, "
                             f"updated_position) FROM ({query('registered_tools')}) ORDER BY registered_position",
-                       {"first": 1, "last": 2, "kept": []})
+                       {"first": 1, "last": 2, "in_python": []})
 
     # then the old form reads as the new one (the upcaster only adds what the rows do not hold)
     assert len(rows) == 2 and rows[0] == rows[1]

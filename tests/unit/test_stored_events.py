@@ -6,6 +6,7 @@ In-memory store only (no I/O).
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -14,8 +15,10 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic, resolve_topic
 
 from domain import registry
+from domain.agent import Agent, agent_key
 from domain.catalog import Catalog, HistoryRecord
 from domain.errors import IntegrityFailure
+from domain.unit import Unit, unit_key
 from tests.unit.conftest import META, new_catalog, spec, with_key
 
 @pytest.fixture
@@ -119,6 +122,31 @@ def test_given_a_busy_catalog_then_every_stored_topic_is_a_published_name(catalo
 
     assert topics <= set(registry.EVENT_CLASSES)
     assert all("." in t and ":" not in t for t in topics)
+
+
+# Rows exactly as the code stored them before Unit and Agent left domain/subjects.py for domain/unit.py
+# and domain/agent.py: a stored topic is the class's TOPIC, never its module path, so they still resolve.
+STORED_BEFORE_THE_SPLIT = [
+    ("215734f6-e99d-5747-ba6c-54eb490aee99", "Unit.Created",
+     b'{"timestamp":{"_type_":"datetime_iso","_data_":"2026-11-28T03:24:39.020547+00:00"},'
+     b'"originator_topic":"Unit","actor":"tester","reason":null,"idempotency_key":null,"name":"eng","parent":null}'),
+    ("fdb65a84-a0e2-5edd-b281-29a12b4e674e", "Agent.Created",
+     b'{"timestamp":{"_type_":"datetime_iso","_data_":"2026-11-28T03:24:39.025028+00:00"},'
+     b'"originator_topic":"Agent","actor":"tester","reason":null,"idempotency_key":null,"name":"scout",'
+     b'"unit":"eng","state_mode":"stateless"}'),
+]
+
+
+def test_given_subjects_stored_before_the_split_when_read_then_they_load_as_the_moved_classes(catalog):
+    # given a unit and an agent stored by the code that held both aggregates in domain/subjects.py
+    catalog.recorder.insert_events([StoredEvent(originator_id=uuid.UUID(key), originator_version=1, topic=topic,
+                                                state=state) for key, topic, state in STORED_BEFORE_THE_SPLIT])
+    # when the catalog reads them
+    unit, agent = catalog.unit("eng"), catalog.agent("scout")
+    # then they are the aggregates of domain/unit.py and domain/agent.py, as stored
+    assert (type(unit), unit.name, unit.parent, unit.bindings) == (Unit, "eng", None, set())
+    assert (type(agent), agent.name, agent.unit, agent.state_mode) == (Agent, "scout", "eng", "stateless")
+    assert unit.id == unit_key("eng") and agent.id == agent_key("scout")
 
 
 # --- the history feed -----------------------------------------------------------------------------
