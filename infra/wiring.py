@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import duckdb
 
 from domain.catalog import Catalog
-from domain.errors import Unavailable, UsageError
+from domain.errors import ToolcatError, Unavailable, UsageError
 from infra.settings import Settings, scrub, url_passwords
 from projections.connection import connect
 from projections.migrate import migrate
@@ -111,3 +111,11 @@ def open_read_model(settings: Settings, path: Path | None = None, read_only: boo
     if not read_only:
         migrate(con)
     return con
+
+
+def infrastructure_error(error: Exception) -> ToolcatError | None:
+    """Driver errors that mean a database could not be reached or used: exit 6, not a bug."""
+    from eventsourcing.persistence import InterfaceError, OperationalError
+    if isinstance(error, (OperationalError, InterfaceError)):
+        return Unavailable(f"the event store is unavailable: {error}")
+    return None

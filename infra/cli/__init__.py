@@ -9,7 +9,7 @@ import threading
 import traceback
 from types import ModuleType
 
-from domain.errors import ToolcatError, Unavailable, UsageError
+from domain.errors import ToolcatError, UsageError
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
                        subjects, tools, who_can, workload)
 from infra.cli import routing
@@ -19,6 +19,7 @@ from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser
 from infra.context import Backend, Context
 from infra.settings import Settings, load_settings, scrub
+from infra.wiring import infrastructure_error
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
@@ -46,10 +47,14 @@ def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Sett
 def _execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
     ctx = Context(settings_for(args, settings), args, backend)
     try:
-        # While a server owns this home's read model, reads are its to answer (but those that read the
-        # snapshot the server publishes, as `export` does).
-        server = ctx.server if args.kind == "read" and not getattr(args, "reads_snapshot", False) else None
-        return server.reply(args) if server is not None else args.handler(ctx)
+        # While a server owns this home's read model, reads are its to answer (but those that run here:
+        # `export` reads the snapshot the server publishes, `audit report` writes its file here).
+        server = ctx.server if args.kind == "read" and not getattr(args, "runs_here", False) else None
+        if server is None:
+            return args.handler(ctx)
+        from infra.cli.served import command_of, request_values
+        command = command_of(args)
+        return server.read(command, request_values(command, args))
     finally:
         ctx.close()
 
@@ -77,14 +82,6 @@ def run(argv: list[str], settings: Settings | None = None, backend: Backend | No
     long-running commands still report progress as they go. Errors are raised: a `ToolcatError`
     (`ArgumentsError` when the arguments do not parse). `backend` lends a server's catalog and read model."""
     return _execute(parse_command(argv), settings, backend)
-
-
-def infrastructure_error(error: Exception) -> ToolcatError | None:
-    """Driver errors that mean a database could not be reached or used: exit 6, not a bug."""
-    from eventsourcing.persistence import InterfaceError, OperationalError
-    if isinstance(error, (OperationalError, InterfaceError)):
-        return Unavailable(f"the event store is unavailable: {error}")
-    return None
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:

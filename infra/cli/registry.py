@@ -6,12 +6,14 @@ import argparse
 import difflib
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from domain.errors import UsageError
 from infra.context import Context
-from domain.catalog import WriteResult
-from infra.cli.output import Reply, write_reply
+from infra.cli.output import Reply
+
+if TYPE_CHECKING:
+    from domain.commands import Command
 
 Handler = Callable[[Context], Reply]
 
@@ -89,9 +91,16 @@ class Commands:
         return parser
 
 
-def answer(ctx: Context, result: WriteResult) -> Reply:
-    """A write's reply: its events, or the first run's when the idempotency key was seen before."""
-    return write_reply(result, ctx.events_of_key)
+def write(ctx: Context, kind: type[Command], **read: Any) -> Reply:
+    """Run the write command `kind` with the command line's arguments (its fields are their dests); `read`
+    gives the fields the command line read from files (a file option's content)."""
+    from infra.writing import command_from, perform  # the read model's stack only when a write runs
+    given = {key: getattr(ctx.args, key) for key in _fields(kind) if getattr(ctx.args, key, None) is not None}
+    return perform(command_from(kind, given | read), ctx)
+
+
+def _fields(kind: type[Command]) -> list[str]:
+    return [field.alias or name for name, field in kind.model_fields.items()]
 
 
 def effective_at_option(parser: argparse.ArgumentParser) -> None:

@@ -19,15 +19,9 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from domain.grammar import visible
+from infra.reply import Table
 
 MIN_WIDTH = 6  # a cut column still shows a few characters and its ellipsis
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str | None
-    columns: Sequence[str]
-    rows: Sequence[Sequence[Any]]
 
 
 def cell_text(value: Any) -> str:

@@ -15,13 +15,13 @@ from starlette.concurrency import run_in_threadpool
 from domain.values import GROUPS
 from domain.catalog import WriteResult
 from domain.errors import IntegrityFailure
-from infra.cli.audit import altered, report_document, report_text
-from infra.cli.output import write_document
+from infra.reading import altered, report_document, report_text
+from infra.reply import write_document
 from infra.freshness import Freshness
 from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, json_response, respond, run_command, server_of
 from infra.http.auth import require
-from infra.http.commands import READ_ROUTES
+from infra.read_routes import READ_ROUTES
 from projections import queries
 
 router = APIRouter(tags=["reads"])

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from infra.cli import run
-from infra.http.answers import REPLY_MEDIA_TYPE
-from infra.http.commands import READ_ROUTES, commands_of
+from infra.reply import REPLY_MEDIA_TYPE
+from domain.commands import WRITES
+from infra.read_routes import READ_ROUTES
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
 from projections.projector import read_tracking
@@ -386,7 +387,7 @@ def test_the_openapi_document_describes_every_read_and_write(admin: httpx.Client
     paths = document["paths"]
     for method, path in READ_ROUTES.values():
         assert method.lower() in paths[path], path
-    for command in commands_of("write"):
+    for command in WRITES:
         operation = paths["/v1/" + command.replace(" ", "/")]["post"]
         assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert "422" in operation["responses"] and "WriteAnswer" in json.dumps(operation["responses"]["200"])

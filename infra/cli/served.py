@@ -1,43 +1,21 @@
-"""The command line's commands seen from HTTP, all read off the one argparse tree: which are writes, the
-JSON body each takes (one field per option, named by its `dest`), the argv a body or a query stands for,
-and where each read command is served (READ_ROUTES, used by the server's routes and by the command
-line's client alike)."""
+"""The read commands a server answers, run as the command line runs them: a request's values (by the
+options' `dest`) become the command's arguments, read off the one argparse tree. The server is handed
+`answer_read` when `toolcat serve` starts it (infra/serving.py), so infra/http never imports the command
+line. (Writes are command objects, domain/commands, and never pass through here.)"""
 from __future__ import annotations
 
 import argparse
 import functools
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from typing import Any
 
 from domain.errors import UsageError
+from infra.context import Backend
+from infra.reply import Reply
+from infra.settings import Settings
 
-# Each read command and the path serving it; path parameters are the command's positional arguments.
-# The command's other options are the query string (GET) or the JSON body (POST).
-READ_ROUTES: dict[str, tuple[str, str]] = {
-    "tool list": ("GET", "/v1/tools"),
-    "tool show": ("GET", "/v1/tools/{id}"),
-    "resolve": ("GET", "/v1/resolve/{id}"),
-    "effective": ("GET", "/v1/subjects/{subject}/effective"),
-    "explain": ("GET", "/v1/subjects/{subject}/explain/{tool}"),
-    "audit verify": ("GET", "/v1/audit/verify"),
-    "audit fingerprint": ("GET", "/v1/audit/fingerprint"),
-    "audit alias": ("GET", "/v1/audit/aliases/{alias}"),
-    "audit replay": ("GET", "/v1/audit/replay"),
-    "audit report": ("GET", "/v1/audit/report"),
-    "sql": ("POST", "/v1/sql"),
-    "route check": ("GET", "/v1/subjects/{subject}/route-check"),
-    "route node": ("GET", "/v1/route/node/{tool}"),
-    "proposal list": ("GET", "/v1/proposals"),
-    "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
-    "audit what-if": ("GET", "/v1/audit/what-if"),
-    "who-can": ("GET", "/v1/tools/{tool}/who-can"),
-}
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}
-# Options naming a file the command reads: over HTTP the file's JSON content is given instead.
-FILE_OPTIONS = {"schema", "policy", "manifest"}
 
 
 @dataclass(frozen=True)
@@ -67,7 +45,7 @@ def _option(action: argparse.Action) -> Option:
 @functools.cache
 def _tree() -> dict[str, tuple[str, tuple[Option, ...]]]:
     """Every command ("tool register") with its kind and options."""
-    from infra.cli import build_parser
+    from infra.cli import build_parser  # (the package imports this module only when a server asks)
     found: dict[str, tuple[str, tuple[Option, ...]]] = {}
 
     def walk(parser: argparse.ArgumentParser, words: list[str]) -> None:
@@ -113,24 +91,20 @@ def argv_for(command: str, values: dict[str, Any]) -> list[str]:
     return argv + (["--", *positionals] if positionals else [])
 
 
-def body_model(command: str, leave_out: frozenset[str] = frozenset()) -> type[BaseModel]:
-    """The JSON body of `command` over HTTP: its options by dest, typed as the command line parses them
-    (read it with `model_dump(by_alias=True)`)."""
-    fields: dict[str, Any] = {}
-    for option in options_of(command):
-        if option.dest in leave_out:
-            continue
-        kind: Any = Literal[option.choices] if option.choices else option.kind  # type: ignore[valid-type]
-        if option.dest in FILE_OPTIONS:
-            kind = dict[str, Any] | list[Any] | str
-        # A dest that is also a BaseModel attribute (`schema`) gets another Python name; JSON keeps the dest.
-        name = option.dest + "_" if hasattr(BaseModel, option.dest) else option.dest
-        if option.boolean:
-            fields[name] = (bool, Field(False, alias=option.dest, description=option.help))
-            continue
-        if option.multiple:
-            kind = list[kind]
-        described = Field(... if option.required else None, alias=option.dest, description=option.help)
-        fields[name] = (kind if option.required else Optional[kind], described)
-    name = "".join(word.capitalize() for word in command.replace("-", " ").split()) + "Body"
-    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+def answer_read(command: str, values: dict[str, Any], settings: Settings, backend: Backend) -> Reply:
+    """The read `command` with these option values, run on a server's catalog and read model."""
+    from infra.cli import run
+    # --json: the command reports no progress and prints no notices (the reply still has its human form).
+    return run(["--json", *argv_for(command, values)], settings, backend=backend)
+
+
+def command_of(args: argparse.Namespace) -> str:
+    """The command a parsed command line names ("route rule add")."""
+    words = [getattr(args, level, None) for level in ("command", "subcommand", "subsubcommand")]
+    return " ".join(word for word in words if word)
+
+
+def request_values(command: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The options `command` was given, as a request to a server carries them (none left at its default)."""
+    return {o.dest: getattr(args, o.dest, None) for o in options_of(command)
+            if getattr(args, o.dest, None) not in (None, False, o.default)}
