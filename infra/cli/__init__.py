@@ -8,6 +8,7 @@ import sys
 import threading
 import traceback
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import ToolcatError, UsageError
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
@@ -16,10 +17,13 @@ from infra.cli import routing
 from infra.cli import proposals, what_if
 from infra.cli import schemas
 from infra.cli.output import Reply
-from infra.cli.registry import ArgumentsError, Commands, Parser
+from infra.cli.registry import ArgumentsError, Commands, Parser, arguments_of
 from infra.context import Backend, Context
 from infra.settings import Settings, load_settings, scrub
 from infra.wiring import infrastructure_error
+
+if TYPE_CHECKING:
+    from domain.commands import CatalogCommand
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
@@ -75,6 +79,20 @@ def parse_command(argv: list[str]) -> argparse.Namespace:
     if getattr(args, "handler", None) is None:
         raise ArgumentsError("a command is required", _shared_parser().format_usage())
     return args
+
+
+def planned_command(argv: list[str], inputs: dict[str, Any]) -> CatalogCommand:
+    """The write command a proposal holds: its command line (how proposals are stored), with the content
+    of its file options (`inputs`, option → JSON) given as the fields they fill; no file is written."""
+    from domain.commands import WRITES, CatalogCommand
+    from infra.cli.served import command_of
+    from infra.writing import command_from
+    args = parse_command(argv)
+    kind = WRITES[command_of(args)]
+    read = {option.lstrip("-").replace("-", "_"): content for option, content in inputs.items()}
+    command = command_from(kind, arguments_of(kind, args) | read)
+    assert isinstance(command, CatalogCommand), command  # a plan holds the catalog's own commands only
+    return command
 
 
 def run(argv: list[str], settings: Settings | None = None, backend: Backend | None = None) -> Reply:

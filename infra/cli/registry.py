@@ -95,12 +95,13 @@ def write(ctx: Context, kind: type[Command], **read: Any) -> Reply:
     """Run the write command `kind` with the command line's arguments (its fields are their dests); `read`
     gives the fields the command line read from files (a file option's content)."""
     from infra.writing import command_from, perform  # the read model's stack only when a write runs
-    given = {key: getattr(ctx.args, key) for key in _fields(kind) if getattr(ctx.args, key, None) is not None}
-    return perform(command_from(kind, given | read), ctx)
+    return perform(command_from(kind, arguments_of(kind, ctx.args) | read), ctx)
 
 
-def _fields(kind: type[Command]) -> list[str]:
-    return [field.alias or name for name, field in kind.model_fields.items()]
+def arguments_of(kind: type[Command], args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of `kind` the command line was given (by dest; unset ones are left to the command)."""
+    names = [field.alias or name for name, field in kind.model_fields.items()]
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
 def effective_at_option(parser: argparse.ArgumentParser) -> None:
