@@ -3,13 +3,14 @@ server's watch and kept answers), and the deprecation audit report with its inte
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import IntegrityFailure, UnknownSubject
 from domain.subjects import parse_subject
 from projections import queries
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:

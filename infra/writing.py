@@ -27,7 +27,8 @@ def command_from(kind: type[C], values: dict[str, Any]) -> C:
     try:
         return kind.model_validate(values)
     except ValidationError as error:
-        problems = [f"{'.'.join(str(part) for part in e['loc']) or kind.name}: {e['msg']}" for e in error.errors()]
+        problems = [f"{'.'.join(str(part) for part in e['loc']) or kind.name}: "
+                    f"{e['msg'].removeprefix('Value error, ')}" for e in error.errors()]
         raise UsageError(f"invalid arguments for '{kind.name}': {'; '.join(problems)}", errors=problems) from None
 
 

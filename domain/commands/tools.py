@@ -2,9 +2,9 @@
 class labels."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 
 from domain.commands.base import CatalogCommand
 from domain.errors import UsageError
@@ -14,9 +14,17 @@ if TYPE_CHECKING:
     from domain.base import Meta
     from domain.catalog import Catalog, WriteResult
 
-# A JSON Schema is a document (an object, or a boolean); a string would be a file's name, which only the
-# command line reads (it gives the file's content).
-SchemaDocument = dict[str, Any] | list[Any] | bool | int | float
+
+
+def _not_a_string(value: Any) -> Any:
+    # A string here is most likely a file's name: only the command line reads files (it gives their content).
+    if isinstance(value, str):
+        raise ValueError("takes the JSON Schema itself (its JSON content), not a file name or other string")
+    return value
+
+
+# Any JSON but a string: an invalid JSON Schema is still recorded (it disables the tool).
+SchemaDocument = Annotated[dict[str, Any] | list[Any] | bool | int | float, BeforeValidator(_not_a_string)]
 
 
 class ToolRegister(CatalogCommand):

@@ -48,7 +48,8 @@ def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Sett
     return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
 
 
-def _execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
+def execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
+    """Answer a parsed command with its reply (on `backend`'s catalog and read model when given)."""
     ctx = Context(settings_for(args, settings), args, backend)
     try:
         # While a server owns this home's read model, reads are its to answer (but those that run here:
@@ -87,7 +88,8 @@ def planned_command(argv: list[str], inputs: dict[str, Any]) -> CatalogCommand:
     from domain.commands import WRITES, CatalogCommand
     from infra.cli.served import command_of
     from infra.writing import command_from
-    args = parse_command(argv)
+    # Each file option is parsed with a stand-in (a required one must be there), then filled with its content.
+    args = parse_command([*argv, *(part for option in inputs for part in (option, "(content)"))])
     kind = WRITES[command_of(args)]
     read = {option.lstrip("-").replace("-", "_"): content for option, content in inputs.items()}
     command = command_from(kind, arguments_of(kind, args) | read)
@@ -99,7 +101,7 @@ def run(argv: list[str], settings: Settings | None = None, backend: Backend | No
     """Answer one command with its reply (the --json document and the readable form) without printing it;
     long-running commands still report progress as they go. Errors are raised: a `ToolcatError`
     (`ArgumentsError` when the arguments do not parse). `backend` lends a server's catalog and read model."""
-    return _execute(parse_command(argv), settings, backend)
+    return execute(parse_command(argv), settings, backend)
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
@@ -129,7 +131,7 @@ def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
         return error.exit_code
     secrets = resolved.secrets()  # a driver's message may repeat the store URL or a password: never shown
     try:
-        reply = _execute(args, resolved)
+        reply = execute(args, resolved)
     except ToolcatError as error:
         output.print_error(error, as_json, kind, secrets)
         return error.exit_code

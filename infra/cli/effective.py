@@ -6,8 +6,6 @@ import argparse
 import re
 from typing import Any
 
-import duckdb
-
 from domain.errors import UnknownSubject, UsageError
 from domain.subjects import parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain

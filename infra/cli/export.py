@@ -2,8 +2,8 @@
 infra/exports.py).
 
 When a server owns the home's read model, the export must not fight it for the file: it reads the
-snapshot the server publishes (infra/http/snapshot.py, through infra/serving.py) when that is as fresh as the store, or asks the
-server for one; without a server it reads `catalog.duckdb`, caught up with the store as every read is.
+snapshot the server publishes (infra/http/snapshot.py, through infra/serving.py) when that is as fresh
+as the store, or asks the server for one; without a server it reads `catalog.duckdb`, caught up with the store as every read is.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from domain.errors import ToolcatError
 from domain.grammar import visible
 from infra.cli.tables import cell_text, fitted_table
 # The reply is both entry points'; the command line prints it (handlers import it from here or there).
-from infra.reply import AS_JSON, Block, Reply, Table, reply_as_json, reply_from_json  # noqa: F401
+from infra.reply import AS_JSON, Block, Reply, Table  # noqa: F401
 from infra.settings import scrub
 
 

@@ -10,8 +10,6 @@ columns stay whole and long text wraps.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from rich.cells import cell_len

@@ -28,7 +28,7 @@ class MakeBody(BaseModel):
     reason: str | None = None
 
 
-class ApplyBody(BaseModel):
+class ProposalApplyBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="the proposal id a plan answered")
     confirm_destructive: bool = Field(False, description="required when the proposal takes anything away")
@@ -55,7 +55,8 @@ async def make_proposal(request: Request, body: MakeBody, principal: Principal =
 
 @router.post("/v1/proposal/apply", summary="toolcat apply PROPOSAL_ID",
              responses=models.documented(models.WriteAnswer, 400, 401, 403, 409, 422))
-async def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Depends(require("write")),
+async def apply_proposal(request: Request, body: ProposalApplyBody,
+                         principal: Principal = Depends(require("write")),
                          idempotency_key: str | None = KEY_HEADER) -> Response:
     command = Apply(proposal_id=body.id, confirm_destructive=body.confirm_destructive)
     return respond(request, await write_reply(request, command, principal, body.reason, idempotency_key))

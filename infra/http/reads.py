@@ -144,8 +144,11 @@ def explain(request: Request, subject: str, tool: str, moment: Moment = MOMENT, 
 
 
 @router.get(path("audit verify"), tags=["audit"], responses=models.documented(models.AuditVerify))
-def audit_verify(request: Request, fresh: Fresh = FRESH, _: Any = AUDIT) -> Response:
-    return respond(request, run_command(request, "audit verify", fresh.values))
+def audit_verify(request: Request, expect_head: str | None = Query(None, description="a chain head kept outside "
+                                                                     "the store: an integrity failure unless the "
+                                                                     "history holds it"),
+                 fresh: Fresh = FRESH, _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit verify", {"expect_head": expect_head, **fresh.values}))
 
 
 @router.get(path("audit fingerprint"), tags=["audit"], responses=models.documented(models.Fingerprint, 400))

@@ -22,6 +22,7 @@ import pytest
 from infra.cli import run
 from infra.reply import REPLY_MEDIA_TYPE
 from domain.commands import WRITES
+from domain.values import SOURCES
 from infra.read_routes import READ_ROUTES
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
@@ -395,6 +396,10 @@ def test_the_openapi_document_describes_every_read_and_write(admin: httpx.Client
     assert {"ToolDescriptor", "EffectiveSet", "Problem", "GrantAddBody"} <= set(schemas)
     assert set(schemas["GrantAddBody"]["required"]) == {"subject", "target"}
     assert "actor" not in schemas["GrantAddBody"]["properties"]
+    # A body is the command itself: its choices, and the manifest's own schema, are in the document.
+    assert schemas["ToolRegisterBody"]["properties"]["source"]["enum"] == list(SOURCES)
+    assert schemas["PlanBody"]["properties"]["manifest"]["$ref"] == "#/components/schemas/Manifest"
+    assert not [name for name in schemas if "__" in name]  # no two bodies of one name
     assert "bearer" in json.dumps(document["components"]["securitySchemes"]).lower()
 
 
