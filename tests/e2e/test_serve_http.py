@@ -531,7 +531,9 @@ def test_the_command_line_reads_through_the_server_and_never_opens_the_file(
     assert error_of(toolcat("resolve", RETIRED))["details"]["canonical_id"] == "memory.search"
     assert toolcat("resolve", RETIRED).code == 3
     assert error_of(toolcat("project"))["code"] == "conflict"
-    assert ok(toolcat("audit", "seal"))["events"]
+    sealed = ok(toolcat("audit", "seal"))["seal"]
+    assert ok(toolcat("audit", "verify", "--expect-head", sealed["head"]))["compared"]["expected_head"]
+    assert toolcat("audit", "verify", "--expect-head", "ab" * 32).code == 5  # the server checks the kept head
     report = ok(toolcat("audit", "report", "--format", "json", "-o", str(tmp_path / "report.json")))
     assert report["aliases"] == len(json.loads((tmp_path / "report.json").read_text())["aliases"]) > 0
     plain = run_toolcat("resolve", "tool.fs.read", env=env, timeout=120, json_output=False)
