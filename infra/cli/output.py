@@ -1,5 +1,6 @@
-"""What the command line shows: a command's `Reply` (one JSON document for machines, a readable sentence
-or table for people), write answers, errors with their CLI hints, and notices (progress is infra/progress.py).
+"""What the command line shows: a command's `Reply` (infra/reply.py: one JSON document for machines, a
+readable sentence or table for people, the same the server answers with), errors with their CLI hints, and
+notices (progress is infra/progress.py).
 
 Handlers compute a `Reply` and print nothing (long-running commands excepted, which report as they go);
 `show` prints it. So `infra.cli.run` answers any command with its document without touching stdout.
