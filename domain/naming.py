@@ -228,5 +228,17 @@ def policy_from_json(text: str) -> NamingPolicy:
     try:
         return NamingPolicy.model_validate_json(text)
     except ValidationError as exc:
-        reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<document>'}: {e['msg']}" for e in exc.errors())
-        raise InvalidPolicy(f"invalid naming policy: {reason}", reason=reason) from None
+        raise _invalid_policy(exc) from None
+
+
+def policy_from_document(document: dict[str, Any]) -> NamingPolicy:
+    """A naming policy given as its JSON document (already decoded)."""
+    try:
+        return NamingPolicy.model_validate(document)
+    except ValidationError as exc:
+        raise _invalid_policy(exc) from None
+
+
+def _invalid_policy(exc: ValidationError) -> InvalidPolicy:
+    reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<document>'}: {e['msg']}" for e in exc.errors())
+    return InvalidPolicy(f"invalid naming policy: {reason}", reason=reason)

@@ -23,7 +23,7 @@ from infra.wiring import open_catalog, open_read_model
 from projections.queries import events_of_key
 
 if TYPE_CHECKING:
-    from infra.http.remote import ServerClient
+    from infra.remote import ServerClient
 
 
 class HomeNotFound(UsageError):
@@ -87,7 +87,7 @@ class Context:
                 from infra.http.address import live_address
                 address = live_address(self.settings.home)
                 if address is not None:
-                    from infra.http.remote import ServerClient
+                    from infra.remote import ServerClient
                     self._server = ServerClient(address)
         return self._server or None
 

@@ -2,22 +2,19 @@
 catalog and their effect on every effective set predicted in a scratch read model, the plan held as a
 proposal; later applied by id, re-validated at the head, in one atomic write tagged with the proposal id.
 
-A planned command is the command line's own: it runs through the same parser and handler as when typed,
-so a plan's rules and error codes are those of the commands."""
+A planned command is stored as the command line that types it; it is read by the same parser and carried
+out as the same command object as when typed, so a plan's rules and error codes are those of the commands."""
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
-import tempfile
 import uuid
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from domain.base import Meta
-from domain.catalog import Catalog, WriteResult
+from domain.catalog import WriteResult
 from domain.errors import ConfirmationRequired, ToolcatError
 from domain.idempotency import IdempotencyKey, command_digest
 from domain.manifest import Manifest
@@ -29,48 +26,25 @@ from projections.rows import scalar
 from projections.scratch import predicted_effects
 
 
-class _Lent:
-    """What a planned command's handler gets: the plan's catalog (inside its compound write), no read model."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-
-    def read_model(self, freshness: Any) -> Any:
-        raise ToolcatError("a planned command does not read the read model")
-
-
 def shown_command(planned: Planned) -> str:
     """The command as typed; a file option shows the file it takes (the proposal holds its content)."""
     files = [a for option in planned.inputs for a in (option, f"{option.strip('-')}.json")]
     return "toolcat " + shlex.join(planned.argv + files)
 
 
-def _parsed(planned: Planned, files: Path, index: int, meta: Meta) -> argparse.Namespace:
-    from infra.cli import parse_command  # the parser knows every command module, this one included
-    argv = list(planned.argv)
-    for option, content in planned.inputs.items():
-        path = files / f"{index}{option}.json"
-        path.write_text(json.dumps(content))
-        argv += [option, str(path)]
-    args = parse_command(argv)
-    args.actor, args.reason, args.idempotency_key = meta.actor, meta.reason, meta.idempotency_key
-    return args
-
-
 def run_planned(ctx: Context, commands: list[Planned], meta: Meta, stop_at_first: bool) -> list[dict[str, Any]]:
     """Run the commands inside the catalog's open compound write; the rules they break, each with the
     command's own error code (the first is raised instead when `stop_at_first`)."""
+    from infra.cli import planned_command  # proposals hold command lines: the command line's parser reads them
     violations = []
-    with tempfile.TemporaryDirectory(prefix="toolcat-plan-") as files:
-        for index, planned in enumerate(commands):
-            args = _parsed(planned, Path(files), index, meta)
-            try:
-                args.handler(Context(ctx.settings, args, _Lent(ctx.catalog)))
-            except ToolcatError as error:
-                if stop_at_first:
-                    raise
-                violations.append({"code": error.code, "message": error.message,
-                                   "command": shown_command(planned)})
+    for planned in commands:
+        command = planned_command(planned.argv, planned.inputs)
+        try:
+            command.run(ctx.catalog, meta)
+        except ToolcatError as error:
+            if stop_at_first:
+                raise
+            violations.append({"code": error.code, "message": error.message, "command": shown_command(planned)})
     return violations
 
 

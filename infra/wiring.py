@@ -13,7 +13,7 @@ from eventsourcing.application import Application
 
 from domain.application import AggregateReads, StoreReads
 from domain.catalog import Catalog
-from domain.errors import Unavailable, UsageError
+from domain.errors import ToolcatError, Unavailable, UsageError
 from infra.aggregate_cache import AggregateCache
 from infra.held_transaction import GROUP_COMMIT_PERSISTENCE
 from infra.settings import Settings, scrub, url_passwords
@@ -121,3 +121,11 @@ def open_read_model(settings: Settings, path: Path | None = None, read_only: boo
     if not read_only:
         migrate(con)
     return con
+
+
+def infrastructure_error(error: Exception) -> ToolcatError | None:
+    """Driver errors that mean a database could not be reached or used: exit 6, not a bug."""
+    from eventsourcing.persistence import InterfaceError, OperationalError
+    if isinstance(error, (OperationalError, InterfaceError)):
+        return Unavailable(f"the event store is unavailable: {error}")
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.cli.hints import program
+from infra.hints import program
 
 EXPECTED = Path(__file__).parent / "e2e" / "expected"
 _HASH = re.compile(r"\b[0-9a-f]{64}\b")

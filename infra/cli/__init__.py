@@ -8,17 +8,22 @@ import sys
 import threading
 import traceback
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from domain.errors import ToolcatError, Unavailable, UsageError
+from domain.errors import ToolcatError, UsageError
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
                        subjects, tools, who_can, workload)
 from infra.cli import routing
 from infra.cli import proposals, what_if
 from infra.cli import schemas
 from infra.cli.output import Reply
-from infra.cli.registry import ArgumentsError, Commands, Parser
+from infra.cli.registry import ArgumentsError, Commands, Parser, arguments_of
 from infra.context import Backend, Context
 from infra.settings import Settings, load_settings, scrub
+from infra.wiring import infrastructure_error
+
+if TYPE_CHECKING:
+    from domain.commands import CatalogCommand
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
@@ -43,13 +48,18 @@ def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Sett
     return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
 
 
-def _execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
+def execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
+    """Answer a parsed command with its reply (on `backend`'s catalog and read model when given)."""
     ctx = Context(settings_for(args, settings), args, backend)
     try:
-        # While a server owns this home's read model, reads are its to answer (but those that read the
-        # snapshot the server publishes, as `export` does).
-        server = ctx.server if args.kind == "read" and not getattr(args, "reads_snapshot", False) else None
-        return server.reply(args) if server is not None else args.handler(ctx)
+        # While a server owns this home's read model, reads are its to answer (but those that run here:
+        # `export` reads the snapshot the server publishes, `audit report` writes its file here).
+        server = ctx.server if args.kind == "read" and not getattr(args, "runs_here", False) else None
+        if server is None:
+            return args.handler(ctx)
+        from infra.cli.served import command_of, request_values
+        command = command_of(args)
+        return server.read(command, request_values(command, args))
     finally:
         ctx.close()
 
@@ -72,19 +82,26 @@ def parse_command(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def planned_command(argv: list[str], inputs: dict[str, Any]) -> CatalogCommand:
+    """The write command a proposal holds: its command line (how proposals are stored), with the content
+    of its file options (`inputs`, option → JSON) given as the fields they fill; no file is written."""
+    from domain.commands import WRITES, CatalogCommand
+    from infra.cli.served import command_of
+    from infra.writing import command_from
+    # Each file option is parsed with a stand-in (a required one must be there), then filled with its content.
+    args = parse_command([*argv, *(part for option in inputs for part in (option, "(content)"))])
+    kind = WRITES[command_of(args)]
+    read = {option.lstrip("-").replace("-", "_"): content for option, content in inputs.items()}
+    command = command_from(kind, arguments_of(kind, args) | read)
+    assert isinstance(command, CatalogCommand), command  # a plan holds the catalog's own commands only
+    return command
+
+
 def run(argv: list[str], settings: Settings | None = None, backend: Backend | None = None) -> Reply:
     """Answer one command with its reply (the --json document and the readable form) without printing it;
     long-running commands still report progress as they go. Errors are raised: a `ToolcatError`
     (`ArgumentsError` when the arguments do not parse). `backend` lends a server's catalog and read model."""
-    return _execute(parse_command(argv), settings, backend)
-
-
-def infrastructure_error(error: Exception) -> ToolcatError | None:
-    """Driver errors that mean a database could not be reached or used: exit 6, not a bug."""
-    from eventsourcing.persistence import InterfaceError, OperationalError
-    if isinstance(error, (OperationalError, InterfaceError)):
-        return Unavailable(f"the event store is unavailable: {error}")
-    return None
+    return execute(parse_command(argv), settings, backend)
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
@@ -114,7 +131,7 @@ def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
         return error.exit_code
     secrets = resolved.secrets()  # a driver's message may repeat the store URL or a password: never shown
     try:
-        reply = _execute(args, resolved)
+        reply = execute(args, resolved)
     except ToolcatError as error:
         output.print_error(error, as_json, kind, secrets)
         return error.exit_code

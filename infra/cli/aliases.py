@@ -1,10 +1,10 @@
 """`toolcat alias …`: aliases and shims, deprecation windows and the removal path."""
 from __future__ import annotations
 
-from domain.errors import UsageError
+from domain.commands import aliases
 from domain.window import CONFIRMATION_STEPS, MILESTONES, RECORDABLE_STEPS, REMOVAL_STEPS
 from infra.cli.output import Reply
-from infra.cli.registry import Commands, answer
+from infra.cli.registry import Commands, write
 from infra.context import Context
 
 
@@ -38,25 +38,20 @@ def register(commands: Commands) -> None:
 
 
 def cmd_alias_add(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.add_alias(a.canonical, a.alias, a.shim, ctx.meta()))
+    return write(ctx, aliases.AliasAdd)
 
 
 def cmd_alias_deprecate(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.deprecate_alias(ctx.args.alias, ctx.meta()))
+    return write(ctx, aliases.AliasDeprecate)
 
 
 def cmd_alias_milestone(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.record_milestone(a.alias, a.milestone, a.release, a.evidence, ctx.meta()))
+    return write(ctx, aliases.AliasMilestone)
 
 
 def cmd_alias_step(ctx: Context) -> Reply:
-    a = ctx.args
-    if not a.evidence.strip():
-        raise UsageError("--evidence must say what confirms the step")
-    return answer(ctx, ctx.catalog.record_step(a.alias, a.step, a.evidence, ctx.meta()))
+    return write(ctx, aliases.AliasStep)
 
 
 def cmd_alias_retire(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.retire_alias(ctx.args.alias, ctx.args.release, ctx.meta()))
+    return write(ctx, aliases.AliasRetire)

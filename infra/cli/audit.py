@@ -2,20 +2,21 @@
 aliases (alias, report)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from domain.commands.proposals import AuditSeal
 from domain.errors import IntegrityFailure, UsageError
 from domain.window import REMOVAL_STEPS
-from infra.cli.hints import command
+from infra.hints import command
 from infra.cli.output import Reply, Table, plain
-from infra.cli.registry import Commands, answer
+from infra.cli.registry import Commands, write
 from infra.context import Context
+from infra.reading import altered, report_document, report_text
 from infra.progress import reporting
 from projections import queries
 from projections.projector import Projector
-from projections.verify import UNVERIFIED, checked_head, verify
+from projections.verify import UNVERIFIED
 
 # `audit verify` found nothing wrong but had nothing to compare the chain with (no read model with
 # recorded hashes, no seal, no --expect-head): not an ok, and not an integrity failure (exit 5) either.
@@ -49,30 +50,7 @@ def register(commands: Commands) -> None:
     p.add_argument("--alias", metavar="ALIAS", help="report on this alias only")
     p.add_argument("--format", choices=("json", "html"), default="html", help="html (default) or json")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it; '-' for stdout")
-
-
-def verified(ctx: Context) -> dict[str, Any]:
-    """`audit verify`'s answer. The read model is compared as it stands: catching it up first would make it
-    vouch for the very events being checked (`--min-position N` still brings it to N first)."""
-    given = getattr(ctx.args, "expect_head", None)
-    if ctx.server is not None:  # the server that owns the read model verifies against it
-        return ctx.server.document(["audit", "verify", *(["--expect-head", given] if given else [])])
-    expect = checked_head(given) if given else None
-    # PostgreSQL sequences may skip numbers when a write is rolled back; SQLite positions never do.
-    contiguous = not ctx.settings.event_store_url
-    if ctx.freshness().min_position is not None:
-        return verify(ctx.catalog, ctx.read_model(), contiguous, expect)
-    con = ctx.existing_read_model()
-    try:
-        return verify(ctx.catalog, con, contiguous, expect)
-    finally:
-        if con is not None and ctx.backend is None:  # a server's lent read model goes back with the lease
-            con.close()
-
-
-def _home(ctx: Context) -> str | None:
-    """The --home the command was given, for the hints it prints."""
-    return getattr(ctx.args, "home", None)
+    p.set_defaults(runs_here=True)  # even while a server runs: the file is written here
 
 
 def describe_verification(report: dict[str, Any], home: str | None = None) -> list[str]:
@@ -100,8 +78,9 @@ def describe_verification(report: dict[str, Any], home: str | None = None) -> li
 
 
 def cmd_audit_verify(ctx: Context) -> Reply:
-    report = verified(ctx)
-    return Reply(report, ["\n".join(describe_verification(report, _home(ctx)))],
+    from infra.writing import home_given, verified  # (shared with `audit seal`)
+    report = verified(ctx, ctx.args.expect_head)
+    return Reply(report, ["\n".join(describe_verification(report, home_given(ctx)))],
                  exit_code=UNVERIFIED_EXIT if report["verdict"] == UNVERIFIED else 0)
 
 
@@ -123,22 +102,7 @@ def cmd_audit_alias(ctx: Context) -> Reply:
 
 
 def cmd_audit_seal(ctx: Context) -> Reply:
-    """Verify the chain, record its head in the store itself, and give the head to keep elsewhere."""
-    report = verified(ctx)
-    result = ctx.catalog.seal(report["position"], report["head"], report["events"], ctx.meta())
-    reply = answer(ctx, result)
-    if not result.events:  # a replayed idempotency key: the first run printed the seal
-        return reply
-    reply.document["seal"] = {"position": report["position"], "head": report["head"], "events": report["events"],
-                              "verdict": report["verdict"]}
-    before = ("" if report["verdict"] != UNVERIFIED else
-              "\nNothing vouched for the chain before this seal: it trusts the history as it stands now.")
-    reply.human = [f"Sealed position {report['position']}: head {report['head']} ({report['events']} events).\n"
-                   "Keep this position and head outside the store (a ticket, a signed log, another machine): "
-                   "whoever can rewrite the store can rewrite a seal in it too. Check the history against your "
-                   f"copy with: {command('audit', 'verify', '--expect-head', report['head'], home=_home(ctx))}"
-                   f"{before}", *reply.human]
-    return reply
+    return write(ctx, AuditSeal)
 
 
 DEEP_HELP = ("recompute the effective sets from the history and compare the materialized ones row by row "
@@ -169,29 +133,13 @@ def cmd_audit_fingerprint(ctx: Context) -> Reply:
     return Reply(document, [f"fingerprint at position {at}: {document['fingerprint']}"])
 
 
-def altered(failure: IntegrityFailure) -> dict[str, Any]:
-    """The report's integrity section when `audit verify` found the history altered."""
-    return {"ok": False, "verdict": "altered", "position": failure.details.get("position"),
-            "error": failure.as_document()["error"]}
-
-
 def integrity(ctx: Context) -> dict[str, Any]:
     """The report's integrity section: `audit verify`'s answer, or what it found altered."""
+    from infra.writing import verified
     try:
         return verified(ctx)
     except IntegrityFailure as failure:
         return altered(failure)
-
-
-def report_document(con: Any, alias: str | None, checked: dict[str, Any]) -> dict[str, Any]:
-    """The deprecation audit report (of one alias when given, which must exist) with its integrity section."""
-    from projections.audit_report import audit_report
-    return audit_report(con, alias, checked)
-
-
-def report_text(report: dict[str, Any], form: str) -> str:
-    from infra.report_html import render
-    return render(report) if form == "html" else json.dumps(report, indent=2, default=str)
 
 
 def report_reply(report: dict[str, Any], form: str, output: str) -> Reply:
@@ -215,6 +163,10 @@ def report_reply(report: dict[str, Any], form: str, output: str) -> Reply:
 
 
 def cmd_audit_report(ctx: Context) -> Reply:
+    """Written here, where the command runs; computed by the server that owns the read model, when one runs."""
     a = ctx.args
+    if ctx.server is not None:
+        return report_reply(ctx.server.document("audit report", {"alias": a.alias, "format": "json"}), a.format,
+                            a.output)
     checked = integrity(ctx)
     return report_reply(report_document(ctx.read_model(), a.alias, checked), a.format, a.output)

@@ -1,9 +1,14 @@
 """`toolcat init` and `toolcat release …`: the catalog's naming policy and its release clock."""
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from domain.commands import catalog
+from domain.errors import InvalidPolicy
 from domain.naming import PRESETS, NamingPolicy, policy_from_json, preset
 from infra.cli.output import Reply
-from infra.cli.registry import Commands, answer, read_text_file
+from infra.cli.registry import Commands, read_text_file, write
 from infra.context import Context
 
 
@@ -25,13 +30,27 @@ def load_policy(name: str) -> NamingPolicy:
     return preset(name) if name in PRESETS else policy_from_json(read_text_file(name, "the policy file"))
 
 
+def policy_document(name: str) -> str | dict[str, Any]:
+    """A `--policy` value as `init` takes it: a preset's name, or the policy a JSON file holds."""
+    if name in PRESETS:
+        return name
+    text = read_text_file(name, "the policy file")
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise InvalidPolicy(f"invalid naming policy: {name} is not JSON: {error}", reason=str(error)) from None
+    if not isinstance(document, dict):
+        raise InvalidPolicy(f"invalid naming policy: {name} holds no JSON object", reason="not an object")
+    return document
+
+
 def cmd_init(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.init(load_policy(ctx.args.policy), ctx.meta()))
+    return write(ctx, catalog.Init, policy=policy_document(ctx.args.policy))
 
 
 def cmd_release_publish(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.publish_release(ctx.args.version, ctx.meta()))
+    return write(ctx, catalog.ReleasePublish)
 
 
 def cmd_release_plan(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.plan_release(ctx.args.version, ctx.args.date, ctx.meta()))
+    return write(ctx, catalog.ReleasePlan)

@@ -6,7 +6,7 @@ import sys
 import time
 
 from domain.errors import UsageError
-from infra.cli.hints import command
+from infra.hints import command
 from infra.cli.output import Reply, notices, print_text, stdout_kept_for_the_answer
 from infra.cli.registry import Commands
 from infra.context import Context

@@ -6,13 +6,12 @@ import argparse
 import re
 from typing import Any
 
-import duckdb
-
 from domain.errors import UnknownSubject, UsageError
 from domain.subjects import parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands
 from infra.context import Context
+from infra.reading import current_document
 from projections import queries
 from projections.effective import INFINITY, effective_rows, explanation
 from projections.projector import read_tracking
@@ -106,15 +105,6 @@ def cmd_effective(ctx: Context) -> Reply:
                   [[t["tool_id"], t["provenance"], t["inherited_from"], t["exposure"], t["description"]]
                    for t in tools])
     return Reply(document, [table])
-
-
-def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
-    """`effective SUBJECT --json` for now: the subject, the read model's position and the current set."""
-    kind, name = parse_subject(subject)
-    found = queries.current_set(con, f"{kind}:{name}", (kind, name))
-    if found is None:
-        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
-    return {"subject": subject, "position": found[0], "tools": found[1]}
 
 
 def cmd_explain(ctx: Context) -> Reply:

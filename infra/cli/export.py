@@ -2,8 +2,8 @@
 infra/exports.py).
 
 When a server owns the home's read model, the export must not fight it for the file: it reads the
-snapshot the server publishes (infra/http/snapshot.py) when that is as fresh as the store, or asks the
-server for one; without a server it reads `catalog.duckdb`, caught up with the store as every read is.
+snapshot the server publishes (infra/http/snapshot.py, through infra/serving.py) when that is as fresh
+as the store, or asks the server for one; without a server it reads `catalog.duckdb`, caught up with the store as every read is.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def register(commands: Commands) -> None:
                         "catalog as a YAML manifest that `toolcat plan` reads")
     p.add_argument("-o", "--output", metavar="DIR|FILE",
                    help="where to write: the directory (parquet) or the file (manifest; '-' or none: stdout)")
-    p.set_defaults(reads_snapshot=True)  # run here even while a server runs: it reads the server's snapshot
+    p.set_defaults(runs_here=True)  # run here even while a server runs: it reads the server's snapshot
 
 
 def _export_manifest(ctx: Context) -> Reply:
@@ -54,12 +54,8 @@ def _export_manifest(ctx: Context) -> Reply:
 
 def _fresh_snapshot(ctx: Context) -> duckdb.DuckDBPyConnection | None:
     """The home's snapshot when it holds everything the store holds, asking a server for one if needed."""
-    from infra.http import snapshot  # the HTTP client only when exporting, not on every command's start
-    head = ctx.catalog.recorder.max_notification_id() or 0
-    con = snapshot.open_snapshot(ctx.settings.home, head)
-    if con is None and snapshot.request_snapshot(ctx.settings) is not None:
-        con = snapshot.open_snapshot(ctx.settings.home, head)
-    return con
+    from infra.serving import fresh_snapshot  # the HTTP client only when exporting, not on every command's start
+    return fresh_snapshot(ctx.settings, ctx.catalog.recorder.max_notification_id() or 0)
 
 
 def cmd_export(ctx: Context) -> Reply:

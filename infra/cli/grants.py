@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from infra.cli.output import Reply
-from infra.cli.registry import Commands, answer, effective_at_option
+from domain.commands import subjects
+from infra.cli.registry import Commands, effective_at_option, write
 from infra.context import Context
 
 
@@ -16,10 +17,8 @@ def register(commands: Commands) -> None:
 
 
 def cmd_grant_add(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.add_grant(a.subject, a.target, ctx.meta(), a.effective_at))
+    return write(ctx, subjects.GrantAdd)
 
 
 def cmd_grant_revoke(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.revoke_grant(a.subject, a.target, ctx.meta(), a.effective_at))
+    return write(ctx, subjects.GrantRevoke)

@@ -1,5 +1,6 @@
-"""What the command line shows: a command's `Reply` (one JSON document for machines, a readable sentence
-or table for people), write answers, errors with their CLI hints, and notices (progress is infra/progress.py).
+"""What the command line shows: a command's `Reply` (infra/reply.py: one JSON document for machines, a
+readable sentence or table for people, the same the server answers with), errors with their CLI hints, and
+notices (progress is infra/progress.py).
 
 Handlers compute a `Reply` and print nothing (long-running commands excepted, which report as they go);
 `show` prints it. So `infra.cli.run` answers any command with its document without touching stdout.
@@ -16,47 +17,17 @@ import os
 import sys
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 
-from domain.catalog import WriteResult
 from domain.errors import ToolcatError
 from domain.grammar import visible
-from infra.cli.tables import Table, cell_text, fitted_table
+from infra.cli.tables import cell_text, fitted_table
+# The reply is both entry points'; the command line prints it (handlers import it from here or there).
+from infra.reply import AS_JSON, Block, Reply, Table  # noqa: F401
 from infra.settings import scrub
-
-
-Block = str | Table
-AS_JSON = None  # a `human` of None: the readable form is the JSON document itself
-
-
-@dataclass
-class Reply:
-    """A command's answer. `document` is the --json answer (None: the command has no JSON form and shows
-    `human` either way); `human` the readable form, in blocks of text and tables; `notes` go to stderr
-    (e.g. that a row limit cut the answer)."""
-    document: Any
-    human: list[Block] | None = field(default_factory=list)
-    exit_code: int = 0
-    notes: list[str] = field(default_factory=list)
-
-
-def reply_as_json(reply: Reply) -> dict[str, Any]:
-    """A reply as one JSON document (a server's answer to the command line that sent it the command)."""
-    human = None if reply.human is AS_JSON else [
-        block if isinstance(block, str) else {"title": block.title, "columns": list(block.columns),
-                                               "rows": [list(row) for row in block.rows]}
-        for block in reply.human]
-    return {"document": reply.document, "human": human, "exit_code": reply.exit_code}
-
-
-def reply_from_json(answer: dict[str, Any]) -> Reply:
-    human = answer["human"]
-    blocks = None if human is None else [b if isinstance(b, str) else Table(b["title"], b["columns"], b["rows"])
-                                         for b in human]
-    return Reply(answer["document"], blocks, answer["exit_code"])
 
 
 def show(reply: Reply, as_json: bool) -> None:
@@ -94,29 +65,6 @@ def print_table(table: Table, console: Console | None = None) -> None:
     rich, needed = fitted_table(table, None)
     console.width = needed
     console.print(rich)
-
-
-# -- writes ---------------------------------------------------------------------------------------------
-def write_document(result: WriteResult, events_of_key: Callable[[str], list[dict[str, Any]]]) -> dict[str, Any]:
-    """A write's answer; a replayed idempotency key answers with the first run's events (`events_of_key`
-    reads them from the read model)."""
-    if result.replayed_key is None:
-        return {"position": result.position, "events": [e.model_dump() for e in result.events]}
-    events = events_of_key(result.replayed_key)
-    return {"position": max((e["position"] for e in events), default=None), "events": events}
-
-
-def describe_write(document: dict[str, Any]) -> str:
-    events = document["events"]
-    if not events:
-        return "Nothing to record: the catalog already says so."
-    listed = ", ".join(f"{e['type']} @{e['position']}" for e in events)
-    return f"Recorded {len(events)} event(s), up to position {document['position']}: {listed}"
-
-
-def write_reply(result: WriteResult, events_of_key: Callable[[str], list[dict[str, Any]]]) -> Reply:
-    document = write_document(result, events_of_key)
-    return Reply(document, [describe_write(document)])
 
 
 # -- errors and their hints -----------------------------------------------------------------------------

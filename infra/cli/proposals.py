@@ -1,13 +1,12 @@
 """`toolcat plan`, `toolcat apply` and `toolcat proposal list|show|withdraw`: the catalog as code."""
 from __future__ import annotations
 
-from typing import Any
-
+from domain.commands import proposals as proposal_commands
 from domain.errors import UnknownProposal
 from domain.grammar import check_proposal_id
 from infra import proposals
-from infra.cli.output import Block, Reply, Table, plain
-from infra.cli.registry import Commands, answer
+from infra.cli.output import Reply, Table, plain
+from infra.cli.registry import Commands, write
 from infra.context import Context
 
 
@@ -28,43 +27,13 @@ def register(commands: Commands) -> None:
         .add_argument("proposal_id", metavar="PROPOSAL_ID")
 
 
-def plan_blocks(document: dict[str, Any]) -> list[Block]:
-    if not document["commands"] and not document["violations"]:
-        return [f"Nothing to change at position {document['base_position']}: the catalog already matches the "
-                "manifest."]
-    held = f"Proposal {document['proposal_id']}" if document["proposal_id"] else "A plan (not held: it breaks rules)"
-    blocks: list[Block] = [f"{held} (planned against position {document['base_position']}): "
-                           f"{len(document['commands'])} command(s)"]
-    if document["commands"]:
-        blocks.append(Table("commands", ["risk", "command"],
-                            [[c["risk"], c["command"]] for c in document["commands"]]))
-    if document["violations"]:
-        blocks.append(Table("rules the plan breaks", ["code", "message"],
-                            [[v["code"], v["message"]] for v in document["violations"]]))
-    rows = [[subject, "+ " + tool, ""] for subject, e in document["effects"].items() for tool in e["gains"]]
-    rows += [[subject, "- " + tool, ""] for subject, e in document["effects"].items() for tool in e["loses"]]
-    rows += [[subject, "~ " + c["tool_id"], f"{c['field']}: {c['from']} → {c['to']}"]
-             for subject, e in document["effects"].items() for c in e["changes"]]
-    if rows:
-        blocks.append(Table("effective sets", ["subject", "tool", "change"], sorted(rows)))
-    if not document["violations"]:
-        blocks.append(f"apply it with: toolcat apply {document['proposal_id']}"
-                      + (" --confirm-destructive" if any(c["risk"].startswith("destructive")
-                                                        for c in document["commands"]) else ""))
-    return blocks
-
-
 def cmd_plan(ctx: Context) -> Reply:
     from infra.manifests import read_manifest  # PyYAML only when a manifest is read
-    manifest = read_manifest(ctx.args.manifest)
-    if ctx.backend is None:  # a plan reads the read model: beside a server that owns it, the server plans
-        ctx.refuse_if_served("plan here, or send the manifest to its POST /v1/proposal/make")
-    document = proposals.plan(ctx, manifest, ctx.meta())
-    return Reply(document, plan_blocks(document), exit_code=3 if document["violations"] else 0)
+    return write(ctx, proposal_commands.Plan, manifest=read_manifest(ctx.args.manifest))
 
 
 def cmd_apply(ctx: Context) -> Reply:
-    return answer(ctx, proposals.apply(ctx, ctx.args.proposal_id, ctx.args.confirm_destructive, ctx.meta()))
+    return write(ctx, proposal_commands.Apply)
 
 
 def cmd_proposal_list(ctx: Context) -> Reply:
@@ -90,4 +59,4 @@ def cmd_proposal_show(ctx: Context) -> Reply:
 
 
 def cmd_proposal_withdraw(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.withdraw_proposal(ctx.args.proposal_id, ctx.meta()))
+    return write(ctx, proposal_commands.ProposalWithdraw)

@@ -6,12 +6,14 @@ import argparse
 import difflib
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from domain.errors import UsageError
 from infra.context import Context
-from domain.catalog import WriteResult
-from infra.cli.output import Reply, write_reply
+from infra.cli.output import Reply
+
+if TYPE_CHECKING:
+    from domain.commands import Command
 
 Handler = Callable[[Context], Reply]
 
@@ -89,9 +91,17 @@ class Commands:
         return parser
 
 
-def answer(ctx: Context, result: WriteResult) -> Reply:
-    """A write's reply: its events, or the first run's when the idempotency key was seen before."""
-    return write_reply(result, ctx.events_of_key)
+def write(ctx: Context, kind: type[Command], **read: Any) -> Reply:
+    """Run the write command `kind` with the command line's arguments (its fields are their dests); `read`
+    gives the fields the command line read from files (a file option's content)."""
+    from infra.writing import command_from, perform  # the read model's stack only when a write runs
+    return perform(command_from(kind, arguments_of(kind, ctx.args) | read), ctx)
+
+
+def arguments_of(kind: type[Command], args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of `kind` the command line was given (by dest; unset ones are left to the command)."""
+    names = [field.alias or name for name, field in kind.model_fields.items()]
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
 def effective_at_option(parser: argparse.ArgumentParser) -> None:

@@ -3,13 +3,12 @@ nodes and secret references (ARCH-19)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
-from domain.errors import UsageError
-from domain.nodes import Node
+from domain.commands import Command, tools
+from domain.commands import routing as routing_commands
 from infra.cli.output import Reply, plain
-from infra.cli.registry import Commands, Parser, answer
+from infra.cli.registry import Commands, Parser, write
 from infra.context import Context
 from projections import routing
 
@@ -96,21 +95,15 @@ def _refuse_unknown_arguments_unrepeated(parser: argparse.ArgumentParser) -> Non
 
 
 def cmd_tool_classify(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.classify_tool(ctx.args.id, ctx.args.classes, ctx.meta()))
+    return write(ctx, tools.ToolClassify)
 
 
 def cmd_route_rule_add(ctx: Context) -> Reply:
-    a = ctx.args
-    if not (a.deny_any_class or a.deny_all_classes or a.deny_tool):
-        raise UsageError("a route rule denies something: give --deny-any-class, --deny-all-classes or --deny-tool")
-    rule = {"rule_id": a.rule_id, "deny_any_class": a.deny_any_class or [],
-            "deny_all_classes": a.deny_all_classes or [], "deny_tool": a.deny_tool,
-            "after_any_class": a.after_any_class or [], "after_tool": a.after_tool, "scope": a.scope}
-    return answer(ctx, ctx.catalog.add_route_rule(rule, ctx.meta()))
+    return write(ctx, routing_commands.RouteRuleAdd)
 
 
 def cmd_route_rule_remove(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.remove_route_rule(ctx.args.rule_id, ctx.meta()))
+    return write(ctx, routing_commands.RouteRuleRemove)
 
 
 def cmd_route_check(ctx: Context) -> Reply:
@@ -129,41 +122,27 @@ def cmd_route_node(ctx: Context) -> Reply:
     return Reply(found, [f"{plain(found['tool_id'])} → node {plain(found['node'])} ({found['reason']})"])
 
 
-_NODE_CHANGES: dict[str, Callable[[Node, Any], None]] = {
-    "unpair": lambda node, meta: node.unpair(meta),
-    "ready": lambda node, meta: node.set_ready(True, meta),
-    "unready": lambda node, meta: node.set_ready(False, meta),
+_NODE_COMMANDS: dict[str, type[Command]] = {
+    "pair": routing_commands.NodePair, "unpair": routing_commands.NodeUnpair,
+    "ready": routing_commands.NodeReady, "unready": routing_commands.NodeUnready,
 }
 
 
 def cmd_node(ctx: Context) -> Reply:
-    verb, name, meta = ctx.args.subcommand, ctx.args.node, ctx.meta()
-    if verb == "pair":
-        return answer(ctx, ctx.catalog.pair_node(name, meta))
-    change = _NODE_CHANGES[verb]
-    return answer(ctx, ctx.catalog.change_node(f"node.{verb}", name, {}, meta, lambda node: change(node, meta)))
+    return write(ctx, _NODE_COMMANDS[ctx.args.subcommand])
 
 
 def cmd_node_capability(ctx: Context) -> Reply:
-    a, meta = ctx.args, ctx.meta()
-    if bool(a.advertise) == bool(a.withdraw):
-        raise UsageError("give either --advertise CAP… or --withdraw CAP…")
-    if a.advertise:
-        return answer(ctx, ctx.catalog.change_node("node.capability", a.node, {"advertise": a.advertise}, meta,
-                                                   lambda node: node.advertise(a.advertise, meta)))
-    return answer(ctx, ctx.catalog.change_node("node.capability", a.node, {"withdraw": a.withdraw}, meta,
-                                               lambda node: node.withdraw(a.withdraw, meta)))
+    return write(ctx, routing_commands.NodeCapability)
 
 
 def cmd_node_attach(ctx: Context) -> Reply:
-    a, meta = ctx.args, ctx.meta()
-    return answer(ctx, ctx.catalog.change_node("node.attach", a.node, {"lane": a.lane}, meta,
-                                               lambda node: node.attach(a.lane, meta)))
+    return write(ctx, routing_commands.NodeAttach)
 
 
 def cmd_node_deny(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.deny_node_tool(ctx.args.node, ctx.args.tool, ctx.meta()))
+    return write(ctx, routing_commands.NodeDeny)
 
 
 def cmd_secret_ref_add(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.add_secret_ref(ctx.args.ref, ctx.args.allow_tools, ctx.meta()))
+    return write(ctx, routing_commands.SecretRefAdd)

@@ -2,9 +2,10 @@
 compatibility mode that decides which new versions are accepted (domain/schema_compat.py)."""
 from __future__ import annotations
 
+from domain.commands import catalog, tools
 from domain.schema_compat import MODES
 from infra.cli.output import Reply
-from infra.cli.registry import Commands, answer
+from infra.cli.registry import Commands, write
 from infra.cli.tools import load_schema
 from infra.context import Context
 
@@ -25,8 +26,8 @@ def register(commands: Commands) -> None:
 
 
 def cmd_tool_update(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.update_tool_schema(ctx.args.id, load_schema(ctx.args.schema), ctx.meta()))
+    return write(ctx, tools.ToolUpdate, schema=load_schema(ctx.args.schema))
 
 
 def cmd_catalog_compatibility(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.set_compatibility(ctx.args.mode, ctx.meta()))
+    return write(ctx, catalog.CatalogCompatibility)

@@ -22,16 +22,17 @@ def register(commands: Commands) -> None:
 
 
 def cmd_serve(ctx: Context) -> Reply:
-    from infra.http.server import serve
+    from infra.cli.served import answer_read
+    from infra.serving import serve
     a = ctx.args
     if a.source == "kafka":
         mark_replica(ctx.settings)
-    document = serve(ctx.settings, a.host, a.port, a.source, notices(ctx.as_json))
+    document = serve(ctx.settings, a.host, a.port, a.source, notices(ctx.as_json), answer_read)
     return Reply(document, [f"stopped serving {document['url']} at position {document['position']}"])
 
 
 def cmd_token_create(ctx: Context) -> Reply:
-    from infra.http.auth import create_token, parse_scopes
+    from infra.serving import create_token, parse_scopes
     scopes = parse_scopes(ctx.args.scope)
     token = create_token(ctx.settings.home, ctx.args.name, scopes)
     document = {"name": ctx.args.name, "token": token, "scopes": scopes}

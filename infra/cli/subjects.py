@@ -2,9 +2,9 @@
 besides explicit grants (connector bindings, images)."""
 from __future__ import annotations
 
-from domain.errors import UsageError
+from domain.commands import subjects
 from infra.cli.output import Reply
-from infra.cli.registry import Commands, answer, effective_at_option
+from infra.cli.registry import Commands, effective_at_option, write
 from infra.context import Context
 
 
@@ -48,38 +48,28 @@ def _connector_commands(commands: Commands) -> None:
 
 
 def cmd_unit_create(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.create_unit(ctx.args.unit, ctx.args.parent, ctx.meta()))
+    return write(ctx, subjects.UnitCreate)
 
 
 def cmd_agent_create(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.create_agent(a.agent, a.unit, a.state_mode, ctx.meta()))
+    return write(ctx, subjects.AgentCreate)
 
 
 def cmd_agent_allowlist(ctx: Context) -> Reply:
-    a = ctx.args
-    if a.clear == bool(a.patterns):
-        raise UsageError("give either allowlist patterns or --clear")
-    if a.clear:
-        return answer(ctx, ctx.catalog.clear_allowlist(a.agent, ctx.meta()))
-    return answer(ctx, ctx.catalog.set_allowlist(a.agent, a.patterns, ctx.meta()))
+    return write(ctx, subjects.AgentAllowlist)
 
 
 def cmd_connector_register(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.register_connector(a.slug, a.namespace, a.tools, ctx.meta()))
+    return write(ctx, subjects.ConnectorRegister)
 
 
 def cmd_connector_bind(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.bind_connector(a.slug, a.unit, ctx.meta(), a.effective_at))
+    return write(ctx, subjects.ConnectorBind)
 
 
 def cmd_connector_unbind(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.unbind_connector(a.slug, a.unit, ctx.meta(), a.effective_at))
+    return write(ctx, subjects.ConnectorUnbind)
 
 
 def cmd_image_declare(ctx: Context) -> Reply:
-    a = ctx.args
-    return answer(ctx, ctx.catalog.declare_image(a.agent, a.image, a.tools, ctx.meta()))
+    return write(ctx, subjects.ImageDeclare)

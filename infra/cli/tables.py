@@ -10,8 +10,6 @@ columns stay whole and long text wraps.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from rich.cells import cell_len
@@ -19,15 +17,9 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from domain.grammar import visible
+from infra.reply import Table
 
 MIN_WIDTH = 6  # a cut column still shows a few characters and its ellipsis
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str | None
-    columns: Sequence[str]
-    rows: Sequence[Sequence[Any]]
 
 
 def cell_text(value: Any) -> str:

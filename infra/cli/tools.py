@@ -5,12 +5,11 @@ import argparse
 import json
 from typing import Any
 
-from pydantic import ValidationError
-
-from domain.errors import InvalidSchema, UsageError
-from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES, ToolSpec
+from domain.commands import tools
+from domain.errors import InvalidSchema
+from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
 from infra.cli.output import Reply, Table, plain
-from infra.cli.registry import Commands, answer, read_text_file
+from infra.cli.registry import Commands, read_text_file, write
 from infra.context import Context
 from projections import queries
 
@@ -66,23 +65,12 @@ def load_schema(path: str | None) -> Any:
         raise InvalidSchema(f"{path} is not JSON: {error}", path=path) from error
 
 
-def tool_spec(args: argparse.Namespace) -> ToolSpec:
-    try:
-        return ToolSpec(source=args.source, group=args.group, tier=args.tier, visibility=args.visibility,
-                        family=args.family, plugin=args.plugin, backing_server=args.backing_server,
-                        description=args.description, classes=args.classes or [], risk=args.risk,
-                        input_schema=load_schema(args.schema), requires_state=args.requires_state)
-    except ValidationError as error:
-        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
-        raise UsageError(f"invalid tool description: {problems}") from error
-
-
 def cmd_tool_register(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.register_tool(ctx.args.id, tool_spec(ctx.args), ctx.meta()))
+    return write(ctx, tools.ToolRegister, schema=load_schema(ctx.args.schema))
 
 
 def cmd_tool_rename(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.rename_tool(ctx.args.old, ctx.args.new, ctx.meta(), source=ctx.args.source))
+    return write(ctx, tools.ToolRename)
 
 
 def _tool_lines(tool: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import ToolcatError, UsageError
-from infra.cli.hints import command
+from infra.hints import command
 from infra.dev.broker import DevBroker
 from infra.dev.example_clock import DIRECTIVE, ExampleClock
 from infra.settings import Settings

@@ -1,19 +1,21 @@
-"""How a route answers: the command line's own command run on the server's backend (one implementation
-per answer), sent as its `--json` document, or as the whole reply to the command line's client."""
+"""How a route answers: a read command run on the server's backend by the `AnswerRead` the server was
+started with (the command line's own, infra/cli/served.py: one implementation per answer), sent as its
+`--json` document, or as the whole reply to the command line's client."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Request, Response
 
-from infra.cli import run
-from infra.cli.output import Reply, reply_as_json
-from infra.http.commands import argv_for
+from infra.context import Backend
 from infra.http.state import ServerState
+from infra.reply import REPLY_MEDIA_TYPE, Reply, reply_as_json
+from infra.settings import Settings
 
-# The command line's client asks for the readable form too, so it prints what it would have printed.
-REPLY_MEDIA_TYPE = "application/vnd.toolcat.reply+json"
+# A read command ("tool show") with its option values (by dest), answered on a server's backend.
+AnswerRead = Callable[[str, dict[str, Any], Settings, Backend], Reply]
 
 
 def server_of(request: Request) -> ServerState:
@@ -23,8 +25,8 @@ def server_of(request: Request) -> ServerState:
 def run_command(request: Request, command: str, values: dict[str, Any]) -> Reply:
     """`command` with these option values, run on the server's catalog and read model."""
     state = server_of(request)
-    # --json: the command reports no progress and prints no notices (the reply still has its human form).
-    return run(["--json", *argv_for(command, values)], state.settings, backend=state)
+    answer_read: AnswerRead = request.app.state.answer_read
+    return answer_read(command, values, state.settings, state)
 
 
 def encode(document: Any) -> bytes:

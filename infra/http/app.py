@@ -11,10 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from domain.errors import ToolcatError, UsageError
-from infra.cli import infrastructure_error
 from infra.http import operators, reads, snapshots, sql, watch, who_can, writes
 from infra.http import route_reads
 from infra.http import proposals
+from infra.http.answers import AnswerRead
 from infra.http.auth import TokenBook, require
 from infra.http.current_sets import CurrentSets
 from infra.http.limits import SizeLimits
@@ -23,6 +23,7 @@ from infra.http.problems import NotFound, problem
 from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.http.web import web_router
+from infra.wiring import infrastructure_error
 
 log = logging.getLogger("toolcat.serve")
 DESCRIPTION = """The toolcat catalog over HTTP. Bodies are the command line's `--json` documents; errors
@@ -31,7 +32,8 @@ bearer token with the `read` scope (`audit` for /v1/audit), writes the `write` s
 the server answers anonymous reads from loopback only."""
 
 
-def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublisher) -> FastAPI:
+def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublisher, answer_read: AnswerRead
+               ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.loop = asyncio.get_running_loop()
@@ -39,6 +41,7 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
 
     app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.server, app.state.tokens, app.state.snapshots = state, tokens, publisher
+    app.state.answer_read = answer_read
     app.state.current_sets = CurrentSets(state)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,

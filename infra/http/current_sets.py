@@ -15,7 +15,7 @@ from typing import NamedTuple
 import duckdb
 
 from domain.errors import ToolcatError
-from infra.cli.effective import current_document
+from infra.reading import current_document
 from infra.freshness import Freshness
 from infra.http.answers import encode
 from infra.http.state import ServerState

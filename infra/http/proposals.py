@@ -1,33 +1,34 @@
 """`POST /v1/proposal/make` and `POST /v1/proposal/apply`: the catalog as code over HTTP (ADR-0030: a
-proposal is held by the server and confirmed by its id, never by a re-sent payload). They run the command
-line's `plan` and `apply`, as every write route does; the manifest comes as the body's JSON.
+proposal is held by the server and confirmed by its id, never by a re-sent payload). They carry out the
+`plan` and `apply` commands, as every write route does; the manifest comes as the body's JSON.
 
 No `from __future__ import annotations` here: FastAPI reads the body types from the annotations."""
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from infra.http import models
 from infra.http.answers import respond, run_command
+from domain.commands.proposals import Apply, Plan
 from domain.errors import UsageError
+from domain.manifest import Manifest
 from domain.naming import PRESETS
 from infra.http.auth import Principal, require
 from infra.http.reads import AUDIT, FRESH, READ, Fresh
-from infra.http.writes import write_reply
+from infra.http.writes import KEY_HEADER, write_reply
 
 router = APIRouter(tags=["proposals"])
-_KEY = Header(None, description="a retry with the same key writes nothing and answers as the first did")
 
 
 class MakeBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    manifest: dict[str, Any] = Field(description="the manifest, as the YAML or TOML file would hold it")
+    manifest: Manifest = Field(description="the manifest, as the YAML or TOML file would hold it")
     reason: str | None = None
 
 
-class ApplyBody(BaseModel):
+class ProposalApplyBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="the proposal id a plan answered")
     confirm_destructive: bool = Field(False, description="required when the proposal takes anything away")
@@ -44,27 +45,21 @@ class PlanAnswer(BaseModel):
     effects: dict[str, dict[str, list[Any]]]
 
 
-async def _write(request: Request, command: str, values: dict[str, Any], principal: Principal,
-                 idempotency_key: str | None) -> Response:
-    given = {k: v for k, v in values.items() if v is not None}
-    return respond(request, await write_reply(request, command, {**given, "actor": principal.name,
-                                                                 "idempotency_key": idempotency_key}))
-
-
 @router.post("/v1/proposal/make", summary="toolcat plan (the manifest as the body)",
              responses=models.documented(PlanAnswer, 400, 401, 403, 422))
 async def make_proposal(request: Request, body: MakeBody, principal: Principal = Depends(require("write")),
-                        idempotency_key: str | None = _KEY) -> Response:
-    return await _write(request, "plan", {"manifest": body.manifest, "reason": body.reason}, principal,
-                        idempotency_key)
+                        idempotency_key: str | None = KEY_HEADER) -> Response:
+    command = Plan(manifest=body.manifest)
+    return respond(request, await write_reply(request, command, principal, body.reason, idempotency_key))
 
 
 @router.post("/v1/proposal/apply", summary="toolcat apply PROPOSAL_ID",
              responses=models.documented(models.WriteAnswer, 400, 401, 403, 409, 422))
-async def apply_proposal(request: Request, body: ApplyBody, principal: Principal = Depends(require("write")),
-                         idempotency_key: str | None = _KEY) -> Response:
-    return await _write(request, "apply", {"proposal_id": body.id, "confirm_destructive": body.confirm_destructive,
-                                           "reason": body.reason}, principal, idempotency_key)
+async def apply_proposal(request: Request, body: ProposalApplyBody,
+                         principal: Principal = Depends(require("write")),
+                         idempotency_key: str | None = KEY_HEADER) -> Response:
+    command = Apply(proposal_id=body.id, confirm_destructive=body.confirm_destructive)
+    return respond(request, await write_reply(request, command, principal, body.reason, idempotency_key))
 
 
 # -- reads -------------------------------------------------------------------------------------------------

@@ -15,13 +15,13 @@ from starlette.concurrency import run_in_threadpool
 from domain.values import GROUPS
 from domain.catalog import WriteResult
 from domain.errors import IntegrityFailure
-from infra.cli.audit import altered, report_document, report_text
-from infra.cli.output import write_document
+from infra.reading import altered, report_document, report_text
+from infra.reply import write_document
 from infra.freshness import Freshness
 from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, json_response, respond, run_command, server_of
 from infra.http.auth import require
-from infra.http.commands import READ_ROUTES
+from infra.read_routes import READ_ROUTES
 from projections import queries
 
 router = APIRouter(tags=["reads"])
@@ -144,8 +144,11 @@ def explain(request: Request, subject: str, tool: str, moment: Moment = MOMENT, 
 
 
 @router.get(path("audit verify"), tags=["audit"], responses=models.documented(models.AuditVerify))
-def audit_verify(request: Request, fresh: Fresh = FRESH, _: Any = AUDIT) -> Response:
-    return respond(request, run_command(request, "audit verify", fresh.values))
+def audit_verify(request: Request, expect_head: str | None = Query(None, description="a chain head kept outside "
+                                                                     "the store: an integrity failure unless the "
+                                                                     "history holds it"),
+                 fresh: Fresh = FRESH, _: Any = AUDIT) -> Response:
+    return respond(request, run_command(request, "audit verify", {"expect_head": expect_head, **fresh.values}))
 
 
 @router.get(path("audit fingerprint"), tags=["audit"], responses=models.documented(models.Fingerprint, 400))

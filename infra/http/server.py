@@ -14,6 +14,7 @@ import uvicorn
 
 from domain.errors import Conflict, UsageError
 from infra.http.address import ServerAddress, forget_address, live_address, record_address
+from infra.http.answers import AnswerRead
 from infra.http.app import create_app
 from infra.http.auth import TokenBook, is_loopback, tokens_configured
 from infra.http.metrics import ServerMetrics
@@ -59,7 +60,10 @@ def _freeze_heap() -> None:
     gc.freeze()
 
 
-def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[str], None]) -> dict[str, Any]:
+def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[str], None],
+          answer_read: AnswerRead) -> dict[str, Any]:
+    """Serve until stopped; reads are answered by `answer_read` (the command line's, handed over by the
+    command that starts the server: infra/http never imports the command line)."""
     _check_can_serve(settings, host)
     sock = _bind(host, port)
     try:
@@ -69,7 +73,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         raise
     address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
     publisher = SnapshotPublisher(state)
-    app = create_app(state, TokenBook(settings.home, address.token), publisher)
+    app = create_app(state, TokenBook(settings.home, address.token), publisher, answer_read)
     # http="httptools": parse HTTP in C (uvicorn's default picks it only when installed; it is a dependency,
     # so a missing one fails loudly instead of silently serving at h11's pace).
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from consumers.watch import diff
 from domain.errors import UnknownSubject, UsageError
-from infra.cli.effective import current_document
+from infra.reading import current_document
 from infra.freshness import Freshness
 from infra.http.answers import run_command, server_of
 from infra.http.auth import require

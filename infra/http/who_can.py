@@ -6,7 +6,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 
 from infra.http.answers import respond, run_command
-from infra.http.commands import READ_ROUTES
+from infra.read_routes import READ_ROUTES
 from infra.http.reads import FRESH, READ, Fresh
 
 router = APIRouter(tags=["reads"])

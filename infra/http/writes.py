@@ -1,82 +1,76 @@
-"""The write endpoints: every write command of the command line is `POST /v1/<noun>/<verb>` (`/v1/init`),
-its options a JSON body named by their `dest`, mapped onto the same argparse command by one route factory.
-The actor is the token's name; the `Idempotency-Key` header is `--idempotency-key`; a file option takes
-the file's JSON content.
+"""The write endpoints: every write command is `POST /v1/<noun>/<verb>` (`/v1/init`), its JSON body the
+command itself (domain/commands: fields named as the command line's options) and the write's `reason`.
+The actor is the token's name; the `Idempotency-Key` header is `--idempotency-key`; what the command
+line reads from a file (`schema`, `policy`, `manifest`) is given as its JSON content.
 
 No `from __future__ import annotations` here: FastAPI reads each route's body type from the annotation,
 which names a model made per command (a local of the route factory)."""
 
+import argparse
 import asyncio
-import json
-import tempfile
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Request, Response
-from pydantic import BaseModel
+from pydantic import Field, create_model
 
-from domain.errors import UsageError
-from domain.naming import PRESETS
+from domain.commands import WRITES, Command
+from infra.context import Context
 from infra.http import models
-from infra.cli.output import Reply
-from infra.http.answers import respond, run_command, server_of
+from infra.http.answers import respond, server_of
 from infra.http.auth import Principal, require
-from infra.http.commands import FILE_OPTIONS, body_model, commands_of
+from infra.reply import Reply
+from infra.writing import perform
 
 router = APIRouter(tags=["writes"])
-# Set by the server, never by a body.
-_FROM_REQUEST = frozenset({"actor", "idempotency_key"})
+KEY_HEADER = Header(None, description="a retry with the same key writes nothing and answers as the first did")
 
 
 def write_path(command: str) -> str:
     return "/v1/" + command.replace(" ", "/")
 
 
-async def write_reply(request: Request, command: str, values: dict[str, Any]) -> Reply:
-    """A write command run by the server's writer (infra/http/writer.py), its reply once committed. Awaited
-    in the event loop: no worker thread waits for the writer (two thread hand-offs fewer a write, each a
-    wait for the GIL on a busy server). File options (JSON content over HTTP) become files of a folder made
-    for the command, by the writer."""
+def body_model(kind: type[Command]) -> type[Command]:
+    """The JSON body of a write: the command (a subclass of it, so the body is the command) and why it
+    is made. Named `<Command>Body` in the OpenAPI document."""
+    name = "".join(word.capitalize() for word in kind.name.replace("-", " ").split()) + "Body"
+    return create_model(name, __base__=kind, __doc__=kind.__doc__ or f"toolcat {kind.name}",
+                        reason=(str | None, Field(None, description="why the change is made; stored with "
+                                                                    "every event")))
+
+
+async def write_reply(request: Request, command: Command, principal: Principal, reason: str | None,
+                      idempotency_key: str | None) -> Reply:
+    """`command` carried out by the server's writer (infra/http/writer.py), its reply once committed: the
+    token's name is the actor, the body gives the reason, the header the idempotency key (checked as
+    `Meta` when the command runs, so a bad one is its usage error). Awaited in the event loop: no worker
+    thread waits for the writer (two thread hand-offs fewer a write, each a wait for the GIL on a busy
+    server)."""
+    state = server_of(request)
+    given = argparse.Namespace(kind="write", json=True, actor=principal.name, reason=reason,
+                               idempotency_key=idempotency_key)
+
     def call() -> Reply:
-        if FILE_OPTIONS & values.keys():
-            with tempfile.TemporaryDirectory(prefix="toolcat-http-") as folder:
-                return run_command(request, command, _inline_files(values, Path(folder)))
-        # no folder to make and remove: on a busy disk those cost more than the write itself
-        return run_command(request, command, values)
-    return await asyncio.wrap_future(server_of(request).writer.submit(call))
+        ctx = Context(state.settings, given, backend=state)
+        try:
+            return perform(command, ctx)
+        finally:
+            ctx.close()
+    return await asyncio.wrap_future(state.writer.submit(call))
 
 
-def _inline_files(values: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """File options over HTTP: JSON content is written to a file the command then reads; a name is
-    accepted only where the command takes names besides files (a policy preset)."""
-    inlined = dict(values)
-    for dest in FILE_OPTIONS & values.keys():
-        value = values[dest]
-        if isinstance(value, (dict, list)):
-            target = folder / f"{dest}.json"
-            target.write_text(json.dumps(value))
-            inlined[dest] = str(target)
-        elif value is not None and not (dest == "policy" and value in PRESETS):
-            raise UsageError(f"over HTTP, '{dest}' takes the file's JSON content, not a file name", option=dest)
-    return inlined
-
-
-def _route(command: str) -> Any:
-    body_type = body_model(command, leave_out=_FROM_REQUEST)
+def _route(kind: type[Command]) -> Any:
+    body_type = body_model(kind)
 
     async def write(request: Request, body: Annotated[body_type, Body()],  # type: ignore[valid-type]
                     principal: Principal = Depends(require("write")),
-                    idempotency_key: str | None = Header(None, description="a retry with the same key writes "
-                                                                            "nothing and answers as the first did")
-                    ) -> Response:
-        assert isinstance(body, BaseModel)
-        values = body.model_dump(exclude_none=True, by_alias=True)
-        values |= {"actor": principal.name, "idempotency_key": idempotency_key}
-        return respond(request, await write_reply(request, command, values))
-    write.__name__ = "write_" + command.replace(" ", "_").replace("-", "_")
+                    idempotency_key: str | None = KEY_HEADER) -> Response:
+        assert isinstance(body, kind)
+        return respond(request, await write_reply(request, body, principal, getattr(body, "reason"),
+                                                  idempotency_key))
+    write.__name__ = "write_" + kind.name.replace(" ", "_").replace("-", "_")
     return write
 
 
-for _command in commands_of("write"):
-    router.add_api_route(write_path(_command), _route(_command), methods=["POST"], summary=f"toolcat {_command}",
+for _name, _kind in WRITES.items():
+    router.add_api_route(write_path(_name), _route(_kind), methods=["POST"], summary=f"toolcat {_name}",
                          responses=models.documented(models.WriteAnswer, 400, 401, 403, 404, 409, 410, 422))

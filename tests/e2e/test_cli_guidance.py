@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from infra.cli import build_parser
-from infra.cli.hints import command
+from infra.hints import command
 from tests.support import error_of, run_in_process, toolcat_env, toolcat_environ, toolcat_in_process
 
 

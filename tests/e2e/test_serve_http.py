@@ -20,8 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from infra.cli import run
-from infra.http.answers import REPLY_MEDIA_TYPE
-from infra.http.commands import READ_ROUTES, commands_of
+from infra.reply import REPLY_MEDIA_TYPE
+from domain.commands import WRITES
+from domain.values import SOURCES
+from infra.read_routes import READ_ROUTES
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
 from projections.projector import read_tracking
@@ -386,7 +388,7 @@ def test_the_openapi_document_describes_every_read_and_write(admin: httpx.Client
     paths = document["paths"]
     for method, path in READ_ROUTES.values():
         assert method.lower() in paths[path], path
-    for command in commands_of("write"):
+    for command in WRITES:
         operation = paths["/v1/" + command.replace(" ", "/")]["post"]
         assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert "422" in operation["responses"] and "WriteAnswer" in json.dumps(operation["responses"]["200"])
@@ -394,6 +396,10 @@ def test_the_openapi_document_describes_every_read_and_write(admin: httpx.Client
     assert {"ToolDescriptor", "EffectiveSet", "Problem", "GrantAddBody"} <= set(schemas)
     assert set(schemas["GrantAddBody"]["required"]) == {"subject", "target"}
     assert "actor" not in schemas["GrantAddBody"]["properties"]
+    # A body is the command itself: its choices, and the manifest's own schema, are in the document.
+    assert schemas["ToolRegisterBody"]["properties"]["source"]["enum"] == list(SOURCES)
+    assert schemas["PlanBody"]["properties"]["manifest"]["$ref"] == "#/components/schemas/Manifest"
+    assert not [name for name in schemas if "__" in name]  # no two bodies of one name
     assert "bearer" in json.dumps(document["components"]["securitySchemes"]).lower()
 
 
@@ -525,7 +531,9 @@ def test_the_command_line_reads_through_the_server_and_never_opens_the_file(
     assert error_of(toolcat("resolve", RETIRED))["details"]["canonical_id"] == "memory.search"
     assert toolcat("resolve", RETIRED).code == 3
     assert error_of(toolcat("project"))["code"] == "conflict"
-    assert ok(toolcat("audit", "seal"))["events"]
+    sealed = ok(toolcat("audit", "seal"))["seal"]
+    assert ok(toolcat("audit", "verify", "--expect-head", sealed["head"]))["compared"]["expected_head"]
+    assert toolcat("audit", "verify", "--expect-head", "ab" * 32).code == 5  # the server checks the kept head
     report = ok(toolcat("audit", "report", "--format", "json", "-o", str(tmp_path / "report.json")))
     assert report["aliases"] == len(json.loads((tmp_path / "report.json").read_text())["aliases"]) > 0
     plain = run_toolcat("resolve", "tool.fs.read", env=env, timeout=120, json_output=False)

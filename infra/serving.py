@@ -1,0 +1,42 @@
+"""What the command line asks of the HTTP server (infra/http/), in one place: start it (`toolcat serve`),
+make a token for it (`toolcat token create`), read or request the snapshot it publishes (`export`).
+infra/cli and infra/http never import each other; the command line comes through here, and the server
+answers reads with the command line's `answer_read` handed over as it starts. Each import is made when
+asked for: the HTTP stack loads only for the commands that use it."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from infra.settings import Settings
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from infra.http.answers import AnswerRead
+
+
+def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[str], None],
+          answer_read: AnswerRead) -> dict[str, Any]:
+    from infra.http.server import serve as run_server
+    return run_server(settings, host, port, source, say, answer_read)
+
+
+def parse_scopes(text: str) -> list[str]:
+    from infra.http.auth import parse_scopes as parse
+    return parse(text)
+
+
+def create_token(home: Path, name: str, scopes: list[str]) -> str:
+    from infra.http.auth import create_token as create
+    return create(home, name, scopes)
+
+
+def fresh_snapshot(settings: Settings, head: int) -> duckdb.DuckDBPyConnection | None:
+    """The home's snapshot when it holds everything up to `head`, asking a running server for one if needed."""
+    from infra.http import snapshot
+    con = snapshot.open_snapshot(settings.home, head)
+    if con is None and snapshot.request_snapshot(settings) is not None:
+        con = snapshot.open_snapshot(settings.home, head)
+    return con
