@@ -7,7 +7,7 @@ from pydantic import Field
 
 from domain.commands.base import CatalogCommand
 from domain.errors import UsageError
-from domain.subjects import StateMode
+from domain.agent import StateMode
 
 if TYPE_CHECKING:
     from domain.base import Meta
