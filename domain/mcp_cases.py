@@ -6,7 +6,7 @@ from typing import Any
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
 from domain.errors import UsageError
-from domain.mcp_servers import (Connection, DuplicateMcpServer, McpServer, UnknownMcpServer, check_server_name,
+from domain.mcp_servers import (Connection, DuplicateMcpServer, Evidence, McpServer, UnknownMcpServer, check_server_name,
                                 mcp_server_key)
 from domain.values import TIERS
 
@@ -65,10 +65,11 @@ class McpServerUseCases(CatalogApplication):
             batch.add(server)
         return self.execute("mcp.server.remove", {"name": name}, meta, build)
 
-    def record_mcp_sync(self, name: str, evidence: dict[str, Any], meta: Meta) -> WriteResult:
-        """Evidence of an applied sync (`mcp sync --apply`, or `apply` of a sync's proposal)."""
+    def record_mcp_sync(self, name: str, evidence: Evidence, meta: Meta) -> WriteResult:
+        """Evidence of an applied sync (`mcp sync --apply`, or `apply` of a sync's proposal): the last
+        command of every sync's proposal."""
         def build(batch: Batch) -> None:
             server = self.mcp_server(name)
-            server.synced(evidence, meta)
+            server.synced(evidence, batch.releases().latest, meta)
             batch.add(server)
-        return self.execute("mcp.sync.record", {"name": name, **evidence}, meta, build)
+        return self.execute("mcp.record", {"name": name, **evidence.model_dump()}, meta, build)

@@ -129,6 +129,21 @@ def _check_key(key: str, grammar: re.Pattern[str], what: str) -> None:
         raise UsageError(f"{what} name {shown(key)} is not one (letters, digits and _ or -)", name=shown(key))
 
 
+class Evidence(BaseModel):
+    """What a sync's proposal records when applied (`toolcat mcp record`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    server_name: str | None
+    server_version: str | None
+    protocol_version: str | None
+    tools_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tool_count: int = Field(ge=0)
+    listed_at: str
+    tools: list[dict[str, str]]
+    gone: list[str]
+
+
 def mcp_server_key(name: str) -> uuid.UUID:
     return natural_id("mcp_server", name)
 
@@ -151,7 +166,7 @@ class McpServer(Aggregate):
         def apply(self, server: McpServer) -> None:
             server.name, server.tier, server.removed = self.name, self.tier, False
             server.connection = Connection.model_validate(self.connection)
-            server.last_sync = None
+            server.last_sync, server.gone = None, set()
 
     class Changed(Event):
         """The whole entry as it now stands (also a removed server added again)."""
@@ -177,7 +192,9 @@ class McpServer(Aggregate):
             server.removed = True
 
     class Synced(Event):
-        """Evidence of an applied sync: what the server said of itself and a hash of its tools/list."""
+        """Evidence of an applied sync: what the server said of itself, a hash of its tools/list, which
+        upstream name each tool ID calls, and the tools gone upstream (deprecated in `release`, the latest
+        published when applied; their window is ARCH-21's)."""
 
         TOPIC = "McpServer.Synced"
         class_version = 1
@@ -187,11 +204,14 @@ class McpServer(Aggregate):
         protocol_version: str | None
         tools_hash: str
         tool_count: int
-        proposal_id: str | None
         listed_at: str
+        tools: list[dict[str, str]]  # [{"tool_id", "upstream_name"}], every tool the server lists
+        gone: list[str]              # tool IDs the server no longer lists, deprecated by this sync
+        release: str | None
 
         def apply(self, server: McpServer) -> None:
             server.last_sync = self.tools_hash
+            server.gone = (server.gone - {t["tool_id"] for t in self.tools}) | set(self.gone)
 
     def __init__(self) -> None:
         self.name: str
@@ -199,6 +219,7 @@ class McpServer(Aggregate):
         self.tier: str
         self.removed: bool
         self.last_sync: str | None
+        self.gone: set[str]
 
     @classmethod
     def add(cls, name: str, connection: Connection, tier: str, meta: Meta) -> McpServer:
@@ -211,8 +232,8 @@ class McpServer(Aggregate):
     def remove(self, meta: Meta) -> None:
         record(self, self.Removed, meta, name=self.name)
 
-    def synced(self, evidence: dict[str, Any], meta: Meta) -> None:
-        record(self, self.Synced, meta, name=self.name, **evidence)
+    def synced(self, evidence: Evidence, release: str | None, meta: Meta) -> None:
+        record(self, self.Synced, meta, name=self.name, release=release, **evidence.model_dump())
 
     def document(self) -> dict[str, Any]:
         """What `mcp server show` answers: references by name, never a value."""

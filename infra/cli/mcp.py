@@ -34,6 +34,11 @@ def register(commands: Commands) -> None:
     commands.add("mcp server show", cmd_show, "show a server entry (references, never values)", "read") \
         .add_argument("name", metavar="NAME")
     commands.add("mcp server list", cmd_list, "list the server entries", "read")
+    p = commands.add("mcp record", cmd_record, "record a sync's evidence (the last command of every proposal "
+                                               "of mcp sync)", "write")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--evidence", required=True, metavar="FILE.json",
+                   help="serverInfo, protocol version, tools/list hash, tool names, tools gone upstream")
     p = commands.add("mcp sync", cmd_sync, "read a server's tools/list and plan the catalog's changes as a "
                                            "proposal", "write")
     p.add_argument("name", metavar="NAME")
@@ -141,6 +146,18 @@ def cmd_list(ctx: Context) -> Reply:
     return Reply({"servers": rows}, [Table(None, ["name", "transport", "tier", "reaches", "last sync"],
                                            [[r["name"], r["transport"], r["tier"], _reach(r),
                                              (r["last_sync"] or {}).get("synced_at") or "never"] for r in rows])])
+
+
+def cmd_record(ctx: Context) -> Reply:
+    from pydantic import ValidationError
+    from domain.mcp_servers import Evidence
+    from infra.cli.registry import read_text_file
+    path = ctx.args.evidence
+    try:
+        evidence = Evidence.model_validate_json(read_text_file(path, "the evidence"))
+    except ValidationError as error:
+        raise UsageError(f"{path} is not a sync's evidence: {error.errors()[0]['msg']}", path=path) from None
+    return answer(ctx, ctx.catalog.record_mcp_sync(ctx.args.name, evidence, ctx.meta()))
 
 
 def cmd_sync(ctx: Context) -> Reply:
