@@ -49,6 +49,10 @@ class Opened:
         except TimeoutError:
             raise self.failure(f"did not answer {what} within {self.settings.mcp_request_seconds:g} s "
                                "(TOOLCAT_MCP_REQUEST_SECONDS)") from None
+        except Exception as error:  # noqa: BLE001 - the SDK's or the transport's, said as one line
+            if isinstance(_innermost(error), ToolcatError):
+                raise _innermost(error) from None
+            raise self.failure(f"failed during {what}: {_reason(error)}") from None
 
     def failure(self, what: str) -> McpUnavailable:
         return failure(self.server, what, self.stderr, self.secrets)
