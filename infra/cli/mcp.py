@@ -177,6 +177,13 @@ def cmd_sync(ctx: Context) -> Reply:
     if document["mapped"]:
         blocks.append(Table("upstream names mapped", ["upstream name", "tool ID"],
                             [[m["name"], m["tool_id"]] for m in document["mapped"]]))
+    if document["affected"]:
+        blocks.append(Table("changed upstream", ["tool", "change", "who sees it now"],
+                            [[a["tool_id"], a["change"], ", ".join(a["subjects"]) or "nobody"]
+                             for a in document["affected"]]))
+    if document["kept"]:
+        blocks.append(Table("changed upstream, kept as registered", ["tool", "fields"],
+                            [[k["tool_id"], ", ".join(k["fields"])] for k in document["kept"]]))
     blocks += plan_blocks(document)
     if document.get("applied"):
         blocks.append(f"applied at position {document['applied']['position']}")

@@ -118,6 +118,20 @@ def desired_state(ctx: Context, name: str, found: Imported, gone_before: set[str
             "schema_changes": verdicts, "gone": gone, "listed": listed}
 
 
+def affected(ctx: Context, changes: dict[str, str]) -> list[dict[str, Any]]:
+    """For each changed tool (tool ID → what changes), the subjects that see it now: who a schema change
+    or a tool gone upstream reaches, beside the plan's effects on the sets themselves."""
+    from projections.rows import run
+    from projections.who_can import who_can
+    con = ctx.read_model()
+    found = []
+    for tool_id, change in sorted(changes.items()):
+        key = run(con, "SELECT tool_key FROM tools WHERE canonical_id = ?", [tool_id])
+        subjects = [s["subject"] for s in who_can(con, key[0][0])] if key else []
+        found.append({"tool_id": tool_id, "change": change, "subjects": subjects})
+    return found
+
+
 def sync(ctx: Context, name: str, mode: str, meta: Meta) -> dict[str, Any]:
     """mode: "plan" (hold the proposal), "apply" (and apply it when nothing in it is destructive) or "check"
     (hold nothing, write nothing; the document's `drift` says whether the live inventory differs)."""
@@ -143,6 +157,8 @@ def sync(ctx: Context, name: str, mode: str, meta: Meta) -> dict[str, Any]:
                    "tools_hash": tools_hash},
         "mapped": found.mapped, "refused": found.refused + state["refused"], "gone": state["gone"],
         "schema_changes": state["schema_changes"], "kept": state["kept"],
+        "affected": affected(ctx, {**{c["tool_id"]: f"schema {c['verdict']}" for c in state["schema_changes"]},
+                                   **{tool_id: "gone upstream: deprecated" for tool_id in state["gone"]}}),
         "drift": bool(document["commands"]), "applied": None})
     risky = any(c["risk"] in DESTRUCTIVE for c in document["commands"])
     if mode == "apply" and document["proposal_id"] and not risky:
