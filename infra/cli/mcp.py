@@ -185,7 +185,7 @@ def cmd_sync(ctx: Context) -> Reply:
         blocks.append(Table("changed upstream, kept as registered", ["tool", "fields"],
                             [[k["tool_id"], ", ".join(k["fields"])] for k in document["kept"]]))
     blocks += plan_blocks(document)
-    if document.get("applied"):
-        blocks.append(f"applied at position {document['applied']['position']}")
+    if document.get("applied"):  # instead of the plan's advice to apply it
+        blocks[-1] = f"applied at position {document['applied']['position']}"
     code = 3 if document["violations"] else DRIFT_EXIT if mode == "check" and document["drift"] else 0
     return Reply(document, blocks, exit_code=code)

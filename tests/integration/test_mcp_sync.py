@@ -5,9 +5,15 @@ Stories: a server's tools are imported, granted and kept in sync (a changed sche
 verdict and who is affected, a dropped tool deprecated); each fault is a clear error and nothing written."""
 from __future__ import annotations
 
+import http.server
 import json
+import os
 import shutil
+import socket
+import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +234,75 @@ def test_server_entries_change_and_go_but_their_tools_stay(cli: Any, tmp_path: P
     assert error_of(cli("mcp", "server", "add", "Ours", "--command", "x"))["code"] == "invalid_name"
 
 
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def everything_http(everything: Path) -> Iterator[str]:
+    """server-everything on streamable HTTP, at a free port; its URL once it accepts connections."""
+    port = free_port()
+    process = subprocess.Popen([str(everything), "streamableHttp"], env={**os.environ, "PORT": str(port)},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # it says when it listens: no sleeping
+            if "listening on port" in line:
+                break
+        else:
+            pytest.fail(f"server-everything did not start on HTTP (exit {process.wait()})")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_streamable_http_server_is_synced_with_its_header_reference(cli: Any, everything_http: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    ok(cli("mcp", "server", "add", "web", "--url", everything_http, "--header-ref", "X-Api-Key=env:WEB_KEY"))
+    monkeypatch.setenv("WEB_KEY", SECRET)
+    synced = ok(cli("mcp", "sync", "web", "--apply"))
+    assert synced["server"]["tool_count"] == 13 and synced["applied"] is not None
+    assert ok(cli("tool", "show", "mcp.web.get-sum"))["backing_server"] == "web"
+
+
+class _Answers(http.server.BaseHTTPRequestHandler):
+    """An HTTP endpoint that is not an MCP server: 401 for /locked, an HTML page for anything else."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        locked = self.path == "/locked"
+        body = b"<html><body>Sign in</body></html>"
+        self.send_response(401 if locked else 200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.mark.parametrize("path", ["/locked", "/page"])
+def test_an_http_endpoint_answering_401_or_html_is_a_clear_error(cli: Any, path: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("TOOLCAT_MCP_CONNECT_SECONDS", "5")
+        ok(cli("mcp", "server", "add", "web", "--url", f"http://127.0.0.1:{server.server_port}{path}"))
+        before = events(cli)
+        run = cli("mcp", "sync", "web")
+        assert run.code == 6 and error_of(run)["code"] == "mcp_unavailable", run.stderr
+        assert "failed while connecting" in error_of(run)["message"]
+        assert events(cli) == before
+    finally:
+        server.shutdown()
+        thread.join()
