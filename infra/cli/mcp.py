@@ -165,7 +165,7 @@ def cmd_sync(ctx: Context) -> Reply:
     from infra.mcp.sync import sync  # the SDK loads only here
     args = ctx.args
     if ctx.backend is None:  # a sync plans on the read model: beside a server that owns it, plan there
-        ctx.refuse_if_served("stop the server or run the sync on its host")
+        ctx.refuse_if_served("sync here, or send the sync to its POST /v1/mcp/sync")
     mode = "apply" if args.apply else "check" if args.check else "plan"
     document = sync(ctx, args.name, mode, ctx.meta())
     blocks = [f"MCP server {plain(args.name)}: {plain(str(document['server']['name']))} "

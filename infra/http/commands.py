@@ -33,11 +33,13 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
     "audit what-if": ("GET", "/v1/audit/what-if"),
     "who-can": ("GET", "/v1/tools/{tool}/who-can"),
+    "mcp server list": ("GET", "/v1/mcp/servers"),
+    "mcp server show": ("GET", "/v1/mcp/servers/{name}"),
 }
 # Options no HTTP request gives: where the answer goes and which home (the server's).
 _NOT_OVER_HTTP = {"help", "json", "home"}
 # Options naming a file the command reads: over HTTP the file's JSON content is given instead.
-FILE_OPTIONS = {"schema", "policy", "manifest"}
+FILE_OPTIONS = {"schema", "policy", "manifest", "evidence"}
 
 
 @dataclass(frozen=True)

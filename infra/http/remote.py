@@ -21,8 +21,8 @@ _READ_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 
 
 def command_of(args: argparse.Namespace) -> str:
-    subcommand = getattr(args, "subcommand", None)
-    return f"{args.command} {subcommand}" if subcommand else args.command
+    words = (args.command, getattr(args, "subcommand", None), getattr(args, "subsubcommand", None))
+    return " ".join(word for word in words if word)  # `mcp server show` has three
 
 
 class ServerClient:
