@@ -51,3 +51,25 @@ def test_a_server_entry_refuses_what_could_be_a_secret_without_repeating_it() ->
         check_server_name("My_Server")
     assert Connection.checked("srv", ["--x"], {"LOG_LEVEL": "debug"}, {"API_TOKEN": "env:API_TOKEN"}, None,
                               {}).references() == ["env:API_TOKEN"]
+
+
+def test_the_stored_form_of_a_server_entry_and_its_sync_is_version_one() -> None:
+    """Pinned: a change to these fields needs a new class version and an upcaster (DESIGN.md section 2)."""
+    from domain.mcp_servers import Evidence, McpServer, mcp_server_key
+    from tests.unit.conftest import META, new_catalog
+    catalog = new_catalog()
+    catalog.add_mcp_server("srv", Connection.checked("srv-bin", [], {}, {"T": "env:T"}, None, {}), "advanced", META)
+    evidence = Evidence(server_name="s", server_version="1", protocol_version="2025-11-25", tools_hash="0" * 64,
+                        tool_count=1, listed_at="2026-11-28T00:00:00+00:00",
+                        tools=[{"tool_id": "mcp.srv.a", "upstream_name": "A"}], gone=[])
+    catalog.record_mcp_sync("srv", evidence, META)
+    stored = {r.topic: r.state for r in catalog.history(after=0, limit=100) if r.topic.startswith("McpServer.")}
+    meta_fields = {"actor", "reason", "idempotency_key"}
+    assert set(stored["McpServer.Added"]) - meta_fields >= {"name", "connection", "tier"}
+    assert stored["McpServer.Added"]["connection"]["env_refs"] == {"T": "env:T"}
+    assert set(stored["McpServer.Synced"]) - meta_fields >= {
+        "name", "server_name", "server_version", "protocol_version", "tools_hash", "tool_count", "listed_at",
+        "tools", "gone", "release"}
+    assert all(getattr(McpServer, e).class_version == 1 for e in ("Added", "Changed", "Removed", "Synced"))
+    assert catalog.mcp_server("srv").last_sync == "0" * 64
+    assert catalog.get_or_none(mcp_server_key("srv"), McpServer) is not None
