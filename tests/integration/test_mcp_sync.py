@@ -62,6 +62,7 @@ def commands_of(document: dict[str, Any]) -> list[tuple[str, str]]:
     return [(c["risk"], c["command"].split(" --")[0]) for c in document["commands"]]
 
 
+@pytest.mark.npm
 def test_server_everything_is_imported_granted_and_its_evidence_kept(cli: Any, everything: Path) -> None:
     # Given server-everything in the catalog
     ok(cli("mcp", "server", "add", "everything", "--command", str(everything)))
@@ -261,6 +262,7 @@ def everything_http(everything: Path) -> Iterator[str]:
         process.wait(timeout=10)
 
 
+@pytest.mark.npm
 def test_a_streamable_http_server_is_synced_with_its_header_reference(cli: Any, everything_http: str,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     ok(cli("mcp", "server", "add", "web", "--url", everything_http, "--header-ref", "X-Api-Key=env:WEB_KEY"))
