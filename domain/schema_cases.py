@@ -31,7 +31,10 @@ class SchemaUseCases(CatalogApplication):
                 batch.add(stored)
         return self.execute("catalog.compatibility", {"mode": mode}, meta, build)
 
-    def update_tool_schema(self, tool_id: str, schema: Any, meta: Meta) -> WriteResult:
+    def update_tool_schema(self, tool_id: str, schema: Any, meta: Meta, accept_incompatible: bool = False
+                           ) -> WriteResult:
+        """`accept_incompatible`: an MCP tool's new schema is recorded even when the compatibility mode
+        refuses it (its server already changed it; a sync's plan marks that change destructive)."""
         def build(batch: Batch) -> None:
             tool = ToolUseCases.canonical_tool(self, tool_id)  # type: ignore[arg-type]  # self is the Catalog
             problems = schema_problems(schema)
@@ -40,10 +43,15 @@ class SchemaUseCases(CatalogApplication):
                                     f"{'; '.join(problems)}", tool_id=tool_id, problems=problems)
             if schema == tool.spec.input_schema:
                 return  # the schema in force already: nothing to record
-            self._check_compatible(tool_id, tool.spec.input_schema, tool.spec.schema_valid, schema)
+            if accept_incompatible and tool.spec.source != "mcp":
+                raise UsageError(f"--accept-incompatible is for tools an MCP server backs; '{tool_id}' is a "
+                                 f"{tool.spec.source} tool", tool_id=tool_id)
+            if not accept_incompatible:
+                self._check_compatible(tool_id, tool.spec.input_schema, tool.spec.schema_valid, schema)
             tool.update_schema(schema, True, meta)
             batch.add(tool)
-        return self.execute("tool.update", {"tool_id": tool_id, "schema": schema}, meta, build)
+        args = {"tool_id": tool_id, "schema": schema} | ({"accept_incompatible": True} if accept_incompatible else {})
+        return self.execute("tool.update", args, meta, build)
 
     def _check_compatible(self, tool_id: str, old: Any, old_valid: bool, new: Any) -> None:
         # An invalid schema in force disabled the tool: no call was valid, so none can break.

@@ -48,12 +48,15 @@ def run_planned(ctx: Context, commands: list[Planned], meta: Meta, stop_at_first
     return violations
 
 
-def plan(ctx: Context, manifest: Manifest, meta: Meta) -> dict[str, Any]:
-    """The plan's document; held as a proposal (`proposal_id`) only when it breaks no rule."""
+def plan(ctx: Context, manifest: Manifest, meta: Meta, *, extra: list[Planned] | None = None,
+         hold: bool = True, upstream: bool = False) -> dict[str, Any]:
+    """The plan's document; held as a proposal (`proposal_id`) only when it breaks no rule (and `hold`).
+    `extra`: commands run after the manifest's (an MCP sync's evidence); `upstream`: see plan_diff.Diff."""
     con = ctx.read_model()
     base = read_tracking(con).position
     fresh = not scalar(con, "SELECT count(*) FROM naming_policy")
-    diff = plan_commands(manifest, current_manifest(con), fresh)
+    diff = plan_commands(manifest, current_manifest(con), fresh, upstream)
+    diff.commands += extra or []
     violations = [v.model_dump() for v in diff.violations]
     with ctx.catalog.compound(meta) as batch:  # a dry run: the batch is dropped, never saved
         violations += run_planned(ctx, diff.commands, meta, stop_at_first=False)
@@ -61,7 +64,7 @@ def plan(ctx: Context, manifest: Manifest, meta: Meta) -> dict[str, Any]:
     effects = predicted_effects(con, planned_events)
     proposal_id, position = None, None
     # A plan that breaks a rule is answered, never held (a rejection writes nothing); nor is an empty one.
-    if diff.commands and not violations:
+    if diff.commands and not violations and hold:
         proposal_id = f"p-{uuid.uuid4().hex[:12]}"
         position = ctx.catalog.make_proposal(proposal_id, base, [c.model_dump() for c in diff.commands],
                                              meta).position

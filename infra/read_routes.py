@@ -22,4 +22,6 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
     "audit what-if": ("GET", "/v1/audit/what-if"),
     "who-can": ("GET", "/v1/tools/{tool}/who-can"),
+    "mcp server list": ("GET", "/v1/mcp/servers"),
+    "mcp server show": ("GET", "/v1/mcp/servers/{name}"),
 }

@@ -62,9 +62,21 @@ class Settings(BaseSettings):
     # holds at most this many rows (the rest are cut, and the answer says so).
     sql_timeout_seconds: float = Field(30.0, gt=0)
     sql_row_limit: int = Field(100_000, gt=0)
+    # MCP servers (infra/mcp/): how long starting a server and its `initialize` may take, and each request
+    # after it (a page of tools/list); a server slower than that is an error, never a wait without end.
+    mcp_connect_seconds: float = Field(10.0, gt=0)
+    mcp_request_seconds: float = Field(30.0, gt=0)
+    # A sync reads at most this many tools from one server (every page together), so that a server that
+    # lists without end cannot exhaust memory (measured: reading 10,000 small tools added ≈ 10 MB of RSS;
+    # planning them, the dry run of 10,000 commands, peaked at ≈ 460 MB).
+    mcp_max_tools: int = Field(20_000, gt=0)
+    # `toolcat serve` compares each server's inventory with the catalog this often; 0: never.
+    mcp_sync_seconds: float = Field(0.0, ge=0)
     # Tests only: where the PostgreSQL suite connects, and whether an unreachable server fails the run.
     test_postgres_url: str = "postgresql://postgres@127.0.0.1:5432/test"
     require_postgres: bool = False
+    # Tests only: whether a machine without npm fails the tests of npm's MCP servers instead of skipping them.
+    require_npm: bool = False
     test_kafka_bootstrap: str | None = None
 
     @property
@@ -102,6 +114,12 @@ def load_settings() -> Settings:
         problems = {"TOOLCAT_" + "_".join(str(part) for part in e["loc"]).upper(): e["msg"] for e in error.errors()}
         raise UsageError("bad setting: " + "; ".join(f"{name}: {why}" for name, why in problems.items()),
                          settings=problems) from None
+
+
+def environment_value(name: str) -> str | None:
+    """One variable of this process's environment: the `env:NAME` secret references of MCP servers are
+    resolved from it when a server is connected (infra/mcp/secrets.py), never stored."""
+    return os.environ.get(name)
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

@@ -54,7 +54,8 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
     if not document["commands"] and not document["violations"]:
         return [f"Nothing to change at position {document['base_position']}: the catalog already matches the "
                 "manifest."]
-    held = f"Proposal {document['proposal_id']}" if document["proposal_id"] else "A plan (not held: it breaks rules)"
+    held = f"Proposal {document['proposal_id']}" if document["proposal_id"] else \
+        "A plan (not held: it breaks rules)" if document["violations"] else "A plan (not held)"
     blocks: list[Block] = [f"{held} (planned against position {document['base_position']}): "
                            f"{len(document['commands'])} command(s)"]
     if document["commands"]:
@@ -69,7 +70,7 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
              for subject, e in document["effects"].items() for c in e["changes"]]
     if rows:
         blocks.append(Table("effective sets", ["subject", "tool", "change"], sorted(rows)))
-    if not document["violations"]:
+    if not document["violations"] and document["proposal_id"]:
         blocks.append(f"apply it with: toolcat apply {document['proposal_id']}"
                       + (" --confirm-destructive" if any(c["risk"].startswith("destructive")
                                                         for c in document["commands"]) else ""))

@@ -24,7 +24,8 @@ from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
 _UP_TO = "position <= $at"
 APPEND_ONLY = {"events": _UP_TO, "naming_policy": _UP_TO, "releases": _UP_TO, "release_plans": _UP_TO,
                "alias_milestones": _UP_TO,
-               "alias_steps": _UP_TO, "seals": _UP_TO, "compatibility_modes": _UP_TO}
+               "alias_steps": _UP_TO, "seals": _UP_TO, "compatibility_modes": _UP_TO,
+               "mcp_syncs": _UP_TO}
 # Classes change (`tool classify`): tool_class_history carries them, as of every position; so do input schemas
 # (`tool update --schema`) in tool_schema_history, and schema_valid in tool_history.
 _STATIC_TOOL = ("tool_key, family, group_name, tier, visibility, source, backing_server, plugin, "

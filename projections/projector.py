@@ -25,6 +25,7 @@ from projections.effective_sets import BatchDirty, is_settled, refresh_dirty
 from projections.subjects_part import REACH_EVENTS, SubjectsPart
 from projections.routing_part import RoutingPart
 from projections.proposals_part import ProposalsPart
+from projections.mcp_part import McpPart
 
 PROJECTION = "catalog"
 
@@ -88,7 +89,7 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: boo
 
 
 def default_parts(reaching: Reach | None = None, facts: ToolFacts | None = None) -> list[Part]:
-    return [CatalogPart(), SubjectsPart(), EffectivePart(reaching, facts), RoutingPart(), ProposalsPart()]
+    return [CatalogPart(), SubjectsPart(), EffectivePart(reaching, facts), RoutingPart(), ProposalsPart(), McpPart()]
 
 
 class Projector:

@@ -10,7 +10,8 @@ from __future__ import annotations
 HISTORY_TABLES = ("tool_history", "alias_history", "platform_namespaces", "pattern_shims", "unit_history",
                   "agent_history", "allowlist_history", "image_history", "connector_history", "binding_history",
                   "grant_history", "tool_class_history", "route_rule_history", "node_history",
-                  "secret_ref_history", "tool_schema_history")
+                  "secret_ref_history", "tool_schema_history", "mcp_server_history",
+                  "mcp_tool_history")
 
 # History tables whose versions also record when they took effect (`--effective-at`):
 # effective_from / effective_to beside valid_from / valid_to.

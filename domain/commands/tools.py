@@ -72,9 +72,11 @@ class ToolUpdate(CatalogCommand):
     name: ClassVar[str] = "tool update"
     id: str
     schema_: SchemaDocument = Field(alias="schema", description="the new JSON Schema of the tool's input")
+    accept_incompatible: bool = Field(False, description="record an MCP tool's schema even when the "
+                                                         "compatibility mode refuses it (mcp sync plans this)")
 
     def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
-        return catalog.update_tool_schema(self.id, self.schema_, meta)
+        return catalog.update_tool_schema(self.id, self.schema_, meta, self.accept_incompatible)
 
 
 class ToolClassify(CatalogCommand):

@@ -16,6 +16,7 @@ from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, 
 from infra.cli import routing
 from infra.cli import proposals, what_if
 from infra.cli import schemas
+from infra.cli import mcp
 from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser, arguments_of
 from infra.context import Backend, Context
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
                                            audit, pipelines, serve, dev, routing, proposals, what_if, who_can,
-                                           workload, schemas)
+                                           workload, schemas, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,6 +17,9 @@ def register(commands: Commands) -> None:
     p.add_argument("--schema", required=True, metavar="FILE.json",
                    help="the new JSON Schema of the tool's input; refused when invalid or when the catalog's "
                         "compatibility mode forbids the change")
+    p.add_argument("--accept-incompatible", action="store_true",
+                   help="record the schema of an MCP server's tool even when the compatibility mode refuses it "
+                        "(its server already changed; mcp sync plans this as a destructive update)")
     commands.group("catalog", "catalog-wide settings: the schema compatibility mode")
     p = commands.add("catalog compatibility", cmd_catalog_compatibility,
                      "set how tool input schemas may change (default backward)", "write")

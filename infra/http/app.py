@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from domain.errors import ToolcatError, UsageError
 from infra.http import operators, reads, snapshots, sql, watch, who_can, writes
 from infra.http import route_reads
+from infra.http import mcp_reads
 from infra.http import proposals
 from infra.http.answers import AnswerRead
 from infra.http.auth import TokenBook, require
@@ -45,7 +46,7 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     app.state.current_sets = CurrentSets(state)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
-                   route_reads.router, proposals.router, who_can.router,
+                   route_reads.router, proposals.router, who_can.router, mcp_reads.router,
                    web_router(state.new_cursor, Depends(require("read")))):
         app.include_router(router)
     app.add_exception_handler(ToolcatError, _toolcat_error)

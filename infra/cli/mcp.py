@@ -1,0 +1,191 @@
+"""`toolcat mcp server add|change|remove|show|list` and `toolcat mcp sync`: MCP servers in the catalog.
+
+Thin handlers: parse, call the catalog or infra/mcp, reply. The SDK is imported by infra/mcp only when a
+server is connected, never when the command line starts."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from domain.errors import UsageError
+from domain.mcp_servers import Connection, UnknownMcpServer, check_server_name
+from domain.values import TIERS
+from infra.cli.output import Reply, Table, plain
+from infra.cli.registry import Commands, Parser, answer
+from infra.context import Context
+
+# `mcp sync --check`: the live inventory differs from the catalog (for CI and cron). 0 when it matches;
+# other failures keep their usual codes (3 a rule, 6 a server that cannot be reached).
+DRIFT_EXIT = 10
+
+
+def register(commands: Commands) -> None:
+    commands.group("mcp", "MCP servers: their entries, and syncing their tools into the catalog")
+    group = commands.groups["mcp"].add_parser("server", help="MCP server entries (how to reach one)")
+    commands.groups["mcp server"] = group.add_subparsers(dest="subsubcommand", metavar="SUBCOMMAND",
+                                                         required=True, parser_class=Parser)
+    _connection_options(commands.add("mcp server add", cmd_add, "add an MCP server (stdio or streamable HTTP)",
+                                     "write"))
+    _connection_options(commands.add("mcp server change", cmd_change, "replace a server's connection or tier",
+                                     "write"))
+    commands.add("mcp server remove", cmd_remove, "remove a server entry (its tools stay)", "write") \
+        .add_argument("name", metavar="NAME")
+    commands.add("mcp server show", cmd_show, "show a server entry (references, never values)", "read") \
+        .add_argument("name", metavar="NAME")
+    commands.add("mcp server list", cmd_list, "list the server entries", "read")
+    p = commands.add("mcp record", cmd_record, "record a sync's evidence (the last command of every proposal "
+                                               "of mcp sync)", "write")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--evidence", required=True, metavar="FILE.json",
+                   help="serverInfo, protocol version, tools/list hash, tool names, tools gone upstream")
+    p = commands.add("mcp sync", cmd_sync, "read a server's tools/list and plan the catalog's changes as a "
+                                           "proposal", "write")
+    p.add_argument("name", metavar="NAME")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--apply", action="store_true",
+                      help="apply the plan at once when it holds nothing destructive")
+    mode.add_argument("--check", action="store_true",
+                      help=f"change nothing; exit {DRIFT_EXIT} when the live inventory differs from the catalog")
+
+
+def _connection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME", help="the <server> segment of mcp.<server>.<tool>")
+    p.add_argument("--command", metavar="CMD", help="the program that runs the server on stdio")
+    p.add_argument("--arg", dest="args", action="append", default=[], metavar="A",
+                   help="an argument of the program (repeatable, in order)")
+    p.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="a plain, non-secret environment variable (repeatable)")
+    p.add_argument("--env-ref", action="append", default=[], metavar="K=REF",
+                   help="an environment variable taken from a secret reference such as env:GITHUB_TOKEN")
+    p.add_argument("--url", metavar="URL", help="the server's streamable HTTP endpoint")
+    p.add_argument("--header-ref", action="append", default=[], metavar="NAME=REF",
+                   help="an HTTP header taken from a secret reference (repeatable)")
+    p.add_argument("--tier", choices=TIERS, help="the tier of the server's tools (default advanced)")
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for index, value in enumerate(values, start=1):
+        key, sep, rest = value.partition("=")
+        if not sep or not key:  # the value is not repeated: it may be a secret typed in the wrong place
+            raise UsageError(f"{option} entry {index} is not KEY=VALUE", option=option, entry=index)
+        if key in pairs:
+            raise UsageError(f"{option} names {key} twice", option=option, key=key)
+        pairs[key] = rest
+    return pairs
+
+
+def _connection(args: argparse.Namespace) -> Connection:
+    return Connection.checked(args.command, args.args, _pairs(args.env, "--env"), _pairs(args.env_ref, "--env-ref"),
+                              args.url, _pairs(args.header_ref, "--header-ref"))
+
+
+def cmd_add(ctx: Context) -> Reply:
+    args = ctx.args
+    check_server_name(args.name)
+    return answer(ctx, ctx.catalog.add_mcp_server(args.name, _connection(args), args.tier or "advanced",
+                                                  ctx.meta()))
+
+
+def cmd_change(ctx: Context) -> Reply:
+    args = ctx.args
+    given = args.command is not None or args.url is not None
+    if not given and (args.args or args.env or args.env_ref or args.header_ref):
+        raise UsageError("a connection is replaced whole: give --command or --url with its options")
+    connection = _connection(args) if given else None
+    return answer(ctx, ctx.catalog.change_mcp_server(args.name, connection, args.tier, ctx.meta()))
+
+
+def cmd_remove(ctx: Context) -> Reply:
+    return answer(ctx, ctx.catalog.remove_mcp_server(ctx.args.name, ctx.meta()))
+
+
+def _rows(ctx: Context, name: str | None = None) -> list[dict[str, Any]]:
+    from projections.rows import select_rows
+    rows = select_rows(ctx.read_model(), """
+        SELECT s.name, s.transport, s.command, s.args, s.env, s.env_refs, s.url, s.header_refs, s.tier,
+               s.valid_from AS position, y.server_name, y.server_version, y.protocol_version, y.tools_hash,
+               y.tool_count, y.synced_at::VARCHAR AS synced_at
+        FROM mcp_servers s
+        LEFT JOIN (SELECT * FROM mcp_syncs QUALIFY row_number() OVER (PARTITION BY server ORDER BY position DESC) = 1)
+             y ON y.server = s.name
+        WHERE ? IS NULL OR s.name = ? ORDER BY s.name""", [name, name])
+    for row in rows:
+        for column in ("env", "env_refs", "header_refs"):
+            row[column] = json.loads(row[column])
+        sync = {k: row.pop(k) for k in ("server_name", "server_version", "protocol_version", "tools_hash",
+                                        "tool_count", "synced_at")}
+        row["last_sync"] = sync if sync["tools_hash"] is not None else None
+    return rows
+
+
+def _reach(row: dict[str, Any]) -> str:
+    return row["url"] if row["transport"] == "http" else " ".join([row["command"], *row["args"]])
+
+
+def cmd_show(ctx: Context) -> Reply:
+    name = check_server_name(ctx.args.name)
+    rows = _rows(ctx, name)
+    if not rows:
+        raise UnknownMcpServer(f"no MCP server '{name}' in the catalog; 'toolcat mcp server list' shows them",
+                               server=name)
+    row = rows[0]
+    refs = [f"{k}={v}" for k, v in {**row["env_refs"], **row["header_refs"]}.items()]
+    sync = row["last_sync"]
+    lines = [f"MCP server {plain(name)} ({row['transport']}, tier {row['tier']}): {plain(_reach(row))}",
+             f"secret references: {plain(', '.join(refs)) if refs else 'none'}",
+             "never synced" if sync is None else
+             f"last sync {sync['synced_at']}: {plain(str(sync['server_name']))} {plain(str(sync['server_version']))}, "
+             f"protocol {sync['protocol_version']}, {sync['tool_count']} tools, tools/list {sync['tools_hash'][:16]}…"]
+    return Reply(row, lines)
+
+
+def cmd_list(ctx: Context) -> Reply:
+    rows = _rows(ctx)
+    return Reply({"servers": rows}, [Table(None, ["name", "transport", "tier", "reaches", "last sync"],
+                                           [[r["name"], r["transport"], r["tier"], _reach(r),
+                                             (r["last_sync"] or {}).get("synced_at") or "never"] for r in rows])])
+
+
+def cmd_record(ctx: Context) -> Reply:
+    from pydantic import ValidationError
+    from domain.mcp_servers import Evidence
+    from infra.cli.registry import read_text_file
+    path = ctx.args.evidence
+    try:
+        evidence = Evidence.model_validate_json(read_text_file(path, "the evidence"))
+    except ValidationError as error:
+        raise UsageError(f"{path} is not a sync's evidence: {error.errors()[0]['msg']}", path=path) from None
+    return answer(ctx, ctx.catalog.record_mcp_sync(ctx.args.name, evidence, ctx.meta()))
+
+
+def cmd_sync(ctx: Context) -> Reply:
+    from infra.cli.proposals import plan_blocks
+    from infra.mcp.sync import sync  # the SDK loads only here
+    args = ctx.args
+    if ctx.backend is None:  # a sync plans on the read model: beside a server that owns it, plan there
+        ctx.refuse_if_served("sync here, or send the sync to its POST /v1/mcp/sync")
+    mode = "apply" if args.apply else "check" if args.check else "plan"
+    document = sync(ctx, args.name, mode, ctx.meta())
+    blocks = [f"MCP server {plain(args.name)}: {plain(str(document['server']['name']))} "
+              f"{plain(str(document['server']['version']))}, protocol {document['server']['protocol_version']}, "
+              f"{document['server']['tool_count']} tools"]
+    if document["refused"]:
+        blocks.append(Table("upstream tools not imported", ["upstream name", "why"],
+                            [[r["name"], r["reason"]] for r in document["refused"]]))
+    if document["mapped"]:
+        blocks.append(Table("upstream names mapped", ["upstream name", "tool ID"],
+                            [[m["name"], m["tool_id"]] for m in document["mapped"]]))
+    if document["affected"]:
+        blocks.append(Table("changed upstream", ["tool", "change", "who sees it now"],
+                            [[a["tool_id"], a["change"], ", ".join(a["subjects"]) or "nobody"]
+                             for a in document["affected"]]))
+    if document["kept"]:
+        blocks.append(Table("changed upstream, kept as registered", ["tool", "fields"],
+                            [[k["tool_id"], ", ".join(k["fields"])] for k in document["kept"]]))
+    blocks += plan_blocks(document)
+    if document.get("applied"):  # instead of the plan's advice to apply it
+        blocks[-1] = f"applied at position {document['applied']['position']}"
+    code = 3 if document["violations"] else DRIFT_EXIT if mode == "check" and document["drift"] else 0
+    return Reply(document, blocks, exit_code=code)

@@ -1,0 +1,136 @@
+"""Sessions to upstream MCP servers with the official SDK, over stdio or streamable HTTP: built once for
+the sync and the gateway.
+
+Every wait is bounded by settings: starting the server and its `initialize` by TOOLCAT_MCP_CONNECT_SECONDS,
+each later request by TOOLCAT_MCP_REQUEST_SECONDS. Secret references are resolved here, as the connection
+opens, and nowhere else; a failure is a `McpUnavailable` (exit 6) naming the server and what went wrong,
+with the server's last lines of stderr, scrubbed of every resolved value."""
+from __future__ import annotations
+
+import contextlib
+import math
+import tempfile
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import IO, Any, TypeVar
+
+from domain.errors import ToolcatError, Unavailable
+from domain.mcp_servers import Connection
+from infra.mcp.secrets import resolve_all
+from infra.settings import Settings, scrub
+
+T = TypeVar("T")
+_STDERR_SHOWN = 600  # characters of the server's stderr an error repeats
+
+
+class McpUnavailable(Unavailable):
+    """The server could not be started, did not answer in time, or broke the protocol (exit 6)."""
+
+    code = "mcp_unavailable"
+
+
+@dataclass
+class Opened:
+    """An initialized session; `call` runs one request within the request timeout."""
+
+    server: str
+    session: Any  # mcp.client.session.ClientSession
+    initialized: Any  # mcp.types.InitializeResult
+    settings: Settings
+    secrets: set[str]
+    stderr: IO[str] | None
+
+    async def call(self, what: str, request: Awaitable[T]) -> T:
+        import anyio
+        try:
+            with anyio.fail_after(self.settings.mcp_request_seconds):
+                return await request
+        except TimeoutError:
+            raise self.failure(f"did not answer {what} within {self.settings.mcp_request_seconds:g} s "
+                               "(TOOLCAT_MCP_REQUEST_SECONDS)") from None
+        except Exception as error:  # noqa: BLE001 - the SDK's or the transport's, said as one line
+            if isinstance(_innermost(error), ToolcatError):
+                raise _innermost(error) from None
+            raise self.failure(f"failed during {what}: {_reason(error)}") from None
+
+    def failure(self, what: str) -> McpUnavailable:
+        return failure(self.server, what, self.stderr, self.secrets)
+
+
+def failure(server: str, what: str, stderr: IO[str] | None, secrets: set[str]) -> McpUnavailable:
+    said = ""
+    if stderr is not None:
+        stderr.seek(0)
+        tail = stderr.read()[-_STDERR_SHOWN:].strip()
+        said = f"; its stderr ends: {tail}" if tail else ""
+    return McpUnavailable(scrub(f"MCP server '{server}' {what}{said}", secrets), server=server)
+
+
+def _innermost(error: BaseException) -> BaseException:
+    """The first error inside a task group's exception group (or the error itself)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _reason(error: BaseException) -> str:
+    """The innermost error, as one line."""
+    error = _innermost(error)
+    return f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+
+
+@asynccontextmanager
+async def _transport(connection: Connection, secrets: dict[str, str], settings: Settings,
+                     stderr: IO[str] | None) -> AsyncIterator[tuple[Any, Any]]:
+    if connection.transport == "stdio":
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        assert connection.command is not None and stderr is not None
+        params = StdioServerParameters(command=connection.command, args=connection.args,
+                                       env={**connection.env, **secrets})
+        async with stdio_client(params, errlog=stderr) as (read, write):
+            yield read, write
+        return
+    import httpx2  # the SDK's HTTP client (a dependency of mcp)
+    from mcp.client.streamable_http import streamable_http_client
+    assert connection.url is not None
+    timeout = httpx2.Timeout(settings.mcp_request_seconds, connect=settings.mcp_connect_seconds)
+    async with httpx2.AsyncClient(headers=secrets, timeout=timeout) as client:
+        async with streamable_http_client(connection.url, http_client=client) as (read, write):
+            yield read, write
+
+
+@asynccontextmanager
+async def open_session(server: str, connection: Connection, settings: Settings) -> AsyncIterator[Opened]:
+    """A started, initialized session to `server`; closed (its process stopped) on exit."""
+    import anyio
+    from mcp.client.session import ClientSession
+    refs = connection.env_refs if connection.transport == "stdio" else connection.header_refs
+    resolved = resolve_all(refs)
+    secrets = {v for v in resolved.values() if v}
+    connect = settings.mcp_connect_seconds
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if connection.transport == "stdio" \
+            else contextlib.nullcontext() as stderr:
+        opened: Opened | None = None
+        failed: BaseException | None = None
+        with anyio.CancelScope() as scope:
+            scope.deadline = anyio.current_time() + connect
+            try:
+                async with _transport(connection, resolved, settings, stderr) as (read, write):
+                    async with ClientSession(read, write, read_timeout_seconds=settings.mcp_request_seconds) \
+                            as session:
+                        initialized = await session.initialize()
+                        scope.deadline = math.inf  # connected: later requests have their own bound
+                        opened = Opened(server, session, initialized, settings, secrets, stderr)
+                        yield opened
+            except Exception as error:  # noqa: BLE001 - whatever the transport raised, said as one line
+                if isinstance(_innermost(error), ToolcatError):  # the caller's own refusal, or a timeout's
+                    raise _innermost(error) from None
+                failed = error
+        if scope.cancelled_caught and opened is None:
+            raise failure(server, f"did not start and initialize within {connect:g} s "
+                                  "(TOOLCAT_MCP_CONNECT_SECONDS)", stderr, secrets)
+        if failed is not None:
+            stage = "failed while connecting" if opened is None else "failed"
+            raise failure(server, f"{stage}: {_reason(failed)}", stderr, secrets) from None
+
