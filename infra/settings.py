@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # holds at most this many rows (the rest are cut, and the answer says so).
     sql_timeout_seconds: float = Field(30.0, gt=0)
     sql_row_limit: int = Field(100_000, gt=0)
+    # The effective sets' Python fast paths that are on (projections/effective/maintenance.FastPaths), as
+    # JSON: `[]` refreshes every batch with the rule's SQL alone (the same sets, more slowly).
+    effective_fast_paths: list[Literal["grants", "ways", "kept"]] = ["grants", "ways", "kept"]
     # Tests only: where the PostgreSQL suite connects, and whether an unreachable server fails the run.
     test_postgres_url: str = "postgresql://postgres@127.0.0.1:5432/test"
     require_postgres: bool = False

@@ -56,6 +56,9 @@ class Maintenance:
 
     def __init__(self, fast: FastPaths = FastPaths()) -> None:
         self.fast = fast
+        # How the last refresh went: "fast" (a fast path), "subjects" (the SQL for the dirty subjects),
+        # "all" (the set-based rebuild), or None (nothing was dirty); tests and the bench read it.
+        self.last: str | None = None
         self._reach: Reach | None = None    # who holders reach, as the last batch committed worked it out
         self._facts: WayTools | None = None  # the current tools' facts, as the last batch committed read them
 
@@ -93,16 +96,17 @@ class Maintenance:
         were valid through the position it follows); not written to the tables and read back (four
         statements of a follower's small pass). Default: the tables'."""
         changed: list[str] = []
+        self.last = None
         dirty = batch.touched if batch is not None else {(kind, name): at for kind, name, at in run(
             con, "SELECT subject_kind, subject, max(position) FROM effective_dirty GROUP BY ALL")}
         if dirty:
             # A follower's few dirty subjects skip counting everyone (a statement of each small pass).
             everyone = subjects_at(con) if len(dirty) > SMALL else []
             if len(dirty) > FULL_REBUILD_SHARE * len(everyone) > 0:
-                changed = rebuild_all(con, everyone)
+                changed, self.last = rebuild_all(con, everyone), "all"
             else:  # a fast path when one explains the batch, else the rule's SQL for the dirty subjects
                 fast = self._fast(con, batch)
-                changed = fast if fast is not None else recompute(con, sorted(dirty))
+                changed, self.last = (fast, "fast") if fast is not None else (recompute(con, sorted(dirty)), "subjects")
             causes = {f"{kind}:{name}": at for (kind, name), at in dirty.items()}
             _queue(con, {subject: causes.get(subject, position) for subject in changed})
             if batch is None:
