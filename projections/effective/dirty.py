@@ -25,6 +25,14 @@ _GENERAL = frozenset({"Policy.Recorded", "Tool.Registered", "Tool.Renamed", "Too
 _NOTED = {"Grants.Added": "grant_added", "Grants.Revoked": "grant_revoked", "Unit.ConnectorBound": "bound",
           "Unit.ConnectorUnbound": "unbound", "Agent.AllowlistSet": "allowlist", "Agent.AllowlistCleared": "allowlist"}
 
+
+
+def touches_sets(event_type: str) -> bool:
+    """Whether an event of this type can change an effective set: dirty tracking follows it (a test lists
+    the others, so a new event type is decided here)."""
+    return event_type in _GENERAL or event_type in _NOTED or event_type.startswith(("Unit.", "Agent."))
+
+
 _DIRTY = {"subject_kind": "VARCHAR", "subject": "VARCHAR", "position": "BIGINT"}
 
 
@@ -111,7 +119,7 @@ class DirtyPart:
         if noted is not None and not self.general:
             self.notes.append(_note(noted, e))
         else:
-            self.general = self.general or e.type in _GENERAL or e.type.startswith(("Unit.", "Agent."))
+            self.general = self.general or touches_sets(e.type)
         if e.type == "Policy.Recorded":
             self.everyone = at
         elif e.type == "Tool.Registered":

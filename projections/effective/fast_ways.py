@@ -85,8 +85,8 @@ def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[st
     units = sorted({unit for chain in chains.values() for unit, _ in chain})
     grants: dict[Subject, list[tuple[str, str | None]]] = {}
     bindings: dict[str, list[tuple[str, str]]] = {}
-    for way, kind, holder, target, key in run(con, query("way_holders"), {"names": sorted(set(units) | set(agent_names)),
-                                                                          "units": units}):
+    holders = {"names": sorted(set(units) | set(agent_names)), "units": units}
+    for way, kind, holder, target, key in run(con, query("way_holders"), holders):
         if way == "grant":
             grants.setdefault((kind, holder), []).append((target, key))
         else:  # a binding: the connector's slug and namespace

@@ -22,7 +22,7 @@ from projections.projector import EVENT_TYPES, Projector, event_columns, event_r
 from projections.rows import FEW_ROWS, insert_columns, select_rows
 from projections.schema import HISTORY_TABLES
 from projections.sqlfiles import query
-from projections.subjects_part import SubjectsPart, effective_at, grant_change
+from projections.subjects_part import effective_at, grant_change
 from tests.integration.test_effective_history import scripted_story
 
 META = Meta(actor="tester")
