@@ -17,6 +17,7 @@ from consumers.kafka_io import Consumer
 from consumers.prefetch import Prefetcher
 from consumers.streaming import BATCH_EVENTS, BATCH_SECONDS, Parsed, StreamProjector
 from projections.catchup import gc_paused
+from projections.effective.maintenance import FastPaths
 from projections.projector import Projector, Tracking
 
 # How long the loop waits for a batch before it counts the topic quiet (settles, checks idleness, stops).
@@ -35,6 +36,7 @@ class KafkaProjection:
     progress: Callable[[Tracking], None] | None = None
     batch_events: int = BATCH_EVENTS  # the most messages one batch gathers (tests make it small)
     batch_seconds: float = BATCH_SECONDS  # how long after its first poll a batch stops gathering
+    fast_paths: FastPaths = FastPaths()  # the effective sets' speed-ups on (the setting effective_fast_paths)
 
     def run(self, follow: bool, idle_seconds: float) -> Tracking:
         """Project until stopped (`follow`) or until the topic was quiet for `idle_seconds`. While the
@@ -75,12 +77,12 @@ class KafkaProjection:
         return tracking
 
     def _settle(self, con: duckdb.DuckDBPyConnection) -> None:
-        Projector(con).settle()  # nothing to do when the last batch settled them
+        Projector(con, fast_paths=self.fast_paths).settle()  # nothing to do when the last batch settled them
         self.publish_changes(con)
 
     def _apply(self, stream: StreamProjector, con: duckdb.DuckDBPyConnection, batch: Parsed) -> Tracking:
         with gc_paused():  # as a store catch-up: a large batch's young objects hold no cycles
-            tracking = stream.apply_parsed(Projector(con), batch, settle=not batch.full)
+            tracking = stream.apply_parsed(Projector(con, fast_paths=self.fast_paths), batch, settle=not batch.full)
         self.publish_changes(con)
         if self.progress:
             self.progress(tracking)

@@ -19,7 +19,7 @@ from domain.errors import Unavailable
 from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catchup import catch_up
-from projections.effective_sets import valid_through
+from projections.effective.maintenance import valid_through
 from projections.projector import Projector, Tracking, read_tracking
 
 

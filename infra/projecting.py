@@ -19,6 +19,7 @@ from infra import kafka_clients
 from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catchup import catch_up
+from projections.effective.maintenance import FastPaths
 from projections.projector import Projector, Tracking
 
 Progress = Callable[[Tracking], None] | None
@@ -47,6 +48,11 @@ def open_waiting(settings: Settings, follow: bool, should_stop: ShouldStop) -> d
             if should_stop():
                 return None
             sys.stderr.write(f"waiting for the read model: {error.message}\n")
+
+
+def projector_of(con: duckdb.DuckDBPyConnection, settings: Settings) -> Projector:
+    """The projector of a read model's connection, with the effective sets' fast paths the settings turn on."""
+    return Projector(con, fast_paths=FastPaths.named(settings.effective_fast_paths))
 
 
 def store_pass(catalog: Catalog, con: duckdb.DuckDBPyConnection, publish: Callable[[duckdb.DuckDBPyConnection], int],
@@ -81,7 +87,7 @@ def project_store(settings: Settings, catalog: Catalog, follow: bool, should_sto
         if con is None:
             break
         try:
-            tracking = store_pass(catalog, con, publish, progress)
+            tracking = store_pass(catalog, con, publish, progress, projector_of(con, settings))
         finally:
             con.close()
         if not follow:
@@ -106,4 +112,5 @@ def project_kafka(settings: Settings, follow: bool, idle_seconds: float, should_
         publish_changes=changelog_publisher(settings),
         open_read_model=open_model or (lambda: open_waiting(settings, follow, should_stop)),
         should_stop=should_stop, progress=progress, batch_seconds=settings.follow_batch_seconds,
+        fast_paths=FastPaths.named(settings.effective_fast_paths),
     ).run(follow, idle_seconds)

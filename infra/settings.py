@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     mcp_max_tools: int = Field(20_000, gt=0)
     # `toolcat serve` compares each server's inventory with the catalog this often; 0: never.
     mcp_sync_seconds: float = Field(0.0, ge=0)
+    # The effective sets' Python fast paths that are on (projections/effective/maintenance.FastPaths), as
+    # JSON: `[]` refreshes every batch with the rule's SQL alone (the same sets, more slowly).
+    effective_fast_paths: list[Literal["grants", "ways", "kept"]] = ["grants", "ways", "kept"]
     # Tests only: where the PostgreSQL suite connects, and whether an unreachable server fails the run.
     test_postgres_url: str = "postgresql://postgres@127.0.0.1:5432/test"
     require_postgres: bool = False

@@ -9,7 +9,7 @@ from domain.catalog import Catalog, HistoryRecord
 from projections.ahead import read_ahead
 from projections.envelope import chain_all
 from projections.heap import release_free_memory
-from projections.projector import Batch, Projector, Tracking, event_rows, upcast_all
+from projections.projector import Page, Projector, Tracking, event_rows, upcast_all
 from projections.stored_rows import read_rows
 
 Reader = Callable[[int, int], list[HistoryRecord]]
@@ -57,15 +57,15 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
     # no thread to start and hand it over (a thread and its GIL hand-offs per pass of a server).
     one_page = until is not None and until - tracking.position <= page_size
     with (nullcontext(pages) if one_page else read_ahead(pages)) as ahead:
-        for batch in ahead:
+        for page in ahead:
             # A catch-up of one page (a follower's) refreshes the sets in its transaction; a longer one
             # refreshes them after its last page is released: the set-based refresh is its memory peak.
-            settled = batch.last and applied == 0
+            settled = page.last and applied == 0
             # The tracking this loop read or wrote last is current: nothing else applies on this connection
             # meanwhile (saves a follower's small pass a statement).
-            tracking = projector.apply_batch(batch, settle=settled, tracking=tracking)
+            tracking = projector.apply_page(page, settle=settled, tracking=tracking)
             applied += 1
-            del batch
+            del page
             if progress:
                 progress(tracking)
     if applied > 1:
@@ -75,7 +75,7 @@ def _catch_up(catalog: Catalog, projector: Projector, page_size: int, until: int
     return tracking
 
 
-def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int | None) -> Iterator[Batch]:
+def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int | None) -> Iterator[Page]:
     """The stored events after `tracking`, a page at a time, chained, upcast and with their `events` rows
     built (all the Python a page needs before its handlers).
     Each page knows whether it is the last: one event past it is read before it is handed over (not the
@@ -87,7 +87,7 @@ def chained_pages(read: Reader, tracking: Tracking, page_size: int, until: int |
         position, head = envelopes[-1].position, envelopes[-1].hash
         last = len(records) < page_size or not _page(read, position, 1, until)
         del records  # built into the envelopes: not kept while the page is applied
-        yield Batch(envelopes, event_rows(envelopes), upcast_all(envelopes), last=last)
+        yield Page(envelopes, event_rows(envelopes), upcast_all(envelopes), last=last)
         records = [] if last else _page(read, position, page_size, until)
 
 

@@ -13,9 +13,9 @@ import hashlib
 import duckdb
 
 from projections.digest import digest
-from projections.effective import effective_digest, subjects_at, subjects_registered
-from projections.effective_sets import valid_through
-from projections.materialize import NOW, materialized_differences
+from projections.effective.reads import effective_digest, subjects_at, subjects_registered
+from projections.effective.maintenance import valid_through
+from projections.effective.rebuild import NOW, materialized_differences
 from projections.rows import scalar
 from projections.sqlfiles import query
 from projections.projector import read_tracking

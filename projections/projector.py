@@ -19,10 +19,9 @@ from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, ignore, when
 from projections.envelope import GENESIS_HASH, Envelope
 from projections.rows import FEW_ROWS, insert_columns, run
-from projections.effective_part import EffectivePart
-from projections.effective_ways import TOOL_FACTS_KEPT_BY, Reach, ToolFacts
-from projections.effective_sets import BatchDirty, is_settled, refresh_dirty
-from projections.subjects_part import REACH_EVENTS, SubjectsPart
+from projections.effective.dirty import BatchDirty, DirtyPart
+from projections.effective.maintenance import FastPaths, Maintenance, is_settled
+from projections.subjects_part import SubjectsPart
 from projections.routing_part import RoutingPart
 from projections.proposals_part import ProposalsPart
 from projections.mcp_part import McpPart
@@ -41,7 +40,7 @@ class Part(Protocol):
 
 
 @dataclass(frozen=True)
-class Batch:
+class Page:
     """A page of envelopes chained from the store, with its `events` rows already built (`event_rows`) and
     its data upcast (by the catch-up's read-ahead thread, off the applying thread); `last`: no page
     follows it."""
@@ -63,7 +62,7 @@ def read_tracking(con: duckdb.DuckDBPyConnection) -> Tracking:
 
 
 def _read_state(con: duckdb.DuckDBPyConnection) -> tuple[Tracking, int]:
-    """The tracking row and the position the effective sets are valid through (effective_sets.py)."""
+    """The tracking row and the position the effective sets are valid through (effective/maintenance.py)."""
     position, head, events, valid = run(con, """
         SELECT t.position, t.hash, t.events, (SELECT coalesce(max(position), 0) FROM effective_valid)
         FROM (SELECT 1) LEFT JOIN tracking t ON t.projection = ?""", [PROJECTION])[0]
@@ -88,14 +87,16 @@ def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: boo
         position, head = envelope.position, envelope.hash
 
 
-def default_parts(reaching: Reach | None = None, facts: ToolFacts | None = None) -> list[Part]:
-    return [CatalogPart(), SubjectsPart(), EffectivePart(reaching, facts), RoutingPart(), ProposalsPart(), McpPart()]
+def default_parts(dirty: DirtyPart | None = None) -> list[Part]:
+    return [CatalogPart(), SubjectsPart(), dirty or DirtyPart(), RoutingPart(), ProposalsPart(), McpPart()]
 
 
 class Projector:
-    def __init__(self, con: duckdb.DuckDBPyConnection, parts: list[Part] | None = None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, parts: list[Part] | None = None,
+                 fast_paths: FastPaths = FastPaths()) -> None:
         """`parts` fixes the parts' instances (tests); by default each batch gets fresh ones, so a
-        batch that failed leaves nothing buffered behind.
+        batch that failed leaves nothing buffered behind. `fast_paths`: the effective sets' speed-ups on
+        (the setting effective_fast_paths).
 
         The projector is the only writer of the tracking row and the sets' validity marker on its
         connection: it remembers what it read or committed last (a statement of each follower's pass
@@ -108,8 +109,7 @@ class Projector:
         # these, with no statement after the commit.
         self._changed: set[str] = set()
         self.last_recorded_at: str | None = None
-        self._reach: Reach | None = None  # who holders reach, as the last batch committed worked it out
-        self._facts: ToolFacts | None = None  # the current tools' facts, as the last batch committed read them
+        self.effective = Maintenance(fast_paths)  # the effective sets, kept with each batch
 
     def tracking(self) -> Tracking:
         return self._known()[0]
@@ -141,23 +141,21 @@ class Projector:
             return tracking
         return self._transaction(fresh, tracking, chained_here, settle, also)
 
-    def apply_batch(self, batch: Batch, settle: bool = True, tracking: Tracking | None = None) -> Tracking:
+    def apply_page(self, page: Page, settle: bool = True, tracking: Tracking | None = None) -> Tracking:
         """Apply a page chained from the store (projections/catchup.py) with its prebuilt `events` rows.
         A page that does not start right after the tracking position goes the general way instead.
         `tracking`: the current tracking when the caller knows it (it read or wrote it last)."""
         tracking = tracking or self.tracking()
-        if not batch.envelopes or batch.envelopes[0].prev_position != tracking.position:
-            return self.apply(batch.envelopes, chained_here=True, settle=settle)
-        return self._transaction(batch.envelopes, tracking, True, settle, None, batch)
+        if not page.envelopes or page.envelopes[0].prev_position != tracking.position:
+            return self.apply(page.envelopes, chained_here=True, settle=settle)
+        return self._transaction(page.envelopes, tracking, True, settle, None, page)
 
     def _transaction(self, fresh: list[Envelope], tracking: Tracking, chained_here: bool, settle: bool,
                      also: Callable[[duckdb.DuckDBPyConnection], None] | None,
-                     batch: Batch | None = None) -> Tracking:
+                     page: Page | None = None) -> Tracking:
         check_chain(fresh, tracking, chained_here)
         types = {e.type for e in fresh}
-        kept_reach = self._reach if REACH_EVENTS.isdisjoint(types) else None
-        kept_facts = self._facts if types <= TOOL_FACTS_KEPT_BY else None
-        parts = self.fixed_parts if self.fixed_parts is not None else default_parts(kept_reach, kept_facts)
+        parts = self.fixed_parts if self.fixed_parts is not None else default_parts(self.effective.part(types))
         handlers: dict[str, Handler] = {}
         for part in parts:
             handlers.update(part.handlers)
@@ -170,32 +168,24 @@ class Projector:
         alone = settle and valid >= tracking.position
         run(self.con, "BEGIN TRANSACTION")
         try:
-            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, batch)
-            dirty = next((part.dirty for part in parts if isinstance(part, EffectivePart)), BatchDirty())
-            changed = self._refresh(dirty, new_tracking.position, settle, alone)
+            new_tracking = self._apply_fresh(fresh, tracking, parts, handlers, page)
+            dirty = next((part.dirty for part in parts if isinstance(part, DirtyPart)), BatchDirty())
+            changed = self.effective.refresh(self.con, dirty, new_tracking.position, settle, alone)
             if also is not None:
                 also(self.con)
             run(self.con, "COMMIT")
         except BaseException:
-            self._state = self._reach = self._facts = None
+            self._state = None
+            self.effective.forget()
             run(self.con, "ROLLBACK")
             for part in parts:
                 part.discard()
             raise
         self._state = (new_tracking, new_tracking.position if settle else valid)
         self._changed.update(changed)
-        self._reach, self._facts = dirty.reaching, dirty.facts
+        self.effective.committed(dirty)
         self.last_recorded_at = fresh[-1].recorded_at
         return new_tracking
-
-    def _refresh(self, dirty: BatchDirty, position: int, settle: bool, alone: bool) -> list[str]:
-        """Refresh the sets the batch touched (`dirty`) through `position` (`alone`: from memory, nothing else
-        was dirty), or record them for a later refresh and, with `settle`, refresh every dirty set now; the
-        subjects whose set changed."""
-        if alone:
-            return refresh_dirty(self.con, position, dirty)
-        dirty.record(self.con)
-        return refresh_dirty(self.con, position) if settle else []
 
     def settle(self) -> None:
         """Refresh the dirty effective sets through the tracking position, in a transaction of their own
@@ -205,7 +195,7 @@ class Projector:
             return
         run(self.con, "BEGIN TRANSACTION")
         try:
-            changed = refresh_dirty(self.con, tracking.position)
+            changed = self.effective.refresh_dirty(self.con, tracking.position)
             run(self.con, "COMMIT")
         except BaseException:
             self._state = None
@@ -215,17 +205,17 @@ class Projector:
         self._changed.update(changed)
 
     def _apply_fresh(self, fresh: list[Envelope], tracking: Tracking, parts: list[Part],
-                     handlers: dict[str, Handler], batch: Batch | None) -> Tracking:
-        """`batch`: the same envelopes with their upcast data and `events` rows already built."""
+                     handlers: dict[str, Handler], page: Page | None) -> Tracking:
+        """`page`: the same envelopes with their upcast data and `events` rows already built."""
         for part in parts:
             part.prefetch(self.con, fresh)
         for index, envelope in enumerate(fresh):
             handle = handlers[envelope.type]
             if handle is not ignore:  # most events of a catch-up: their rows are built in SQL at flush
-                handle(envelope, batch.data[index] if batch else
+                handle(envelope, page.data[index] if page else
                        upcast(envelope.type, envelope.type_version, envelope.data))
         # The batch's events first: the parts' SQL builds history tables from them (sql_history.py).
-        insert_columns(self.con, "events", batch.events if batch else event_columns(fresh), EVENT_TYPES)
+        insert_columns(self.con, "events", page.events if page else event_columns(fresh), EVENT_TYPES)
         for part in parts:
             part.flush(self.con)
         last = fresh[-1]

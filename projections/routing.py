@@ -13,7 +13,7 @@ from domain.route_errors import UnknownSecretRef
 from domain.routing import RouteRule, ToolFacts, decide
 from domain.secret_refs import check_allowed
 from domain.subjects import parse_subject
-from projections.effective import INFINITY
+from projections.effective.reads import INFINITY
 from projections.projector import read_tracking
 from projections.rows import run, select_rows
 from projections.schema import AS_OF

@@ -10,7 +10,7 @@ import duckdb
 from domain.history import HistoryRecord
 from projections.connection import connect
 from projections.envelope import chain_all
-from projections.effective import effective_rows, subjects_at
+from projections.effective.reads import effective_rows, subjects_at
 from projections.migrate import migrate
 from projections.projector import Projector, read_tracking
 from projections.rows import run

@@ -40,11 +40,6 @@ _GRANT_CHANGES = PythonChanges(grant_change, {
     "effective_at": "TIMESTAMPTZ"}, opening=frozenset({"Grants.Added"}))  # SubjectGrants.add refuses a grant held
 
 
-# Who a unit or agent holder reaches (effective_ways.Reach) is read from unit_history and agent_history,
-# which only these events change: a projector keeps what it learnt of it across batches without them.
-REACH_EVENTS = frozenset({"Unit.Created", "Agent.Created"})
-
-
 def _history(table: str, keys: tuple[str, ...], changes: str, *types: str,
              python: PythonChanges | None = None) -> SqlHistory:
     return SqlHistory(table, keys, changes, frozenset(types), python=python)

@@ -16,7 +16,7 @@ from domain.errors import ToolcatError
 from domain.history import HistoryRecord
 from domain.naming import NamingPolicy
 from projections.connection import connect
-from projections.effective import effective_rows, subjects_at
+from projections.effective.reads import effective_rows, subjects_at
 from projections.envelope import GENESIS_HASH, chain_all
 from projections.migrate import migrate
 from projections.projector import Projector

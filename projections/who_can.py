@@ -6,7 +6,7 @@ from typing import Any
 
 import duckdb
 
-from projections.effective import effective_rows, subjects_at
+from projections.effective.reads import effective_rows, subjects_at
 from projections.rows import select_rows
 
 FIELDS = ("subject", "provenance", "inherited_from", "exposure")

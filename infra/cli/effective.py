@@ -13,7 +13,7 @@ from infra.cli.registry import Commands
 from infra.context import Context
 from infra.reading import current_document
 from projections import queries
-from projections.effective import INFINITY, effective_rows, explanation
+from projections.effective.reads import INFINITY, effective_rows, explanation
 from projections.projector import read_tracking
 from projections.routing import with_classes
 from projections.schema import EFFECTIVE_FIELDS

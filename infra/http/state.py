@@ -21,10 +21,10 @@ from domain.catalog import Catalog
 from infra.freshness import Freshness, not_reached
 from infra.http.metrics import ServerMetrics
 from infra.http.writer import Writer
-from infra.projecting import changelog_publisher, project_kafka, store_pass, wait_for_events
+from infra.projecting import changelog_publisher, project_kafka, projector_of, store_pass, wait_for_events
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
-from projections.projector import Projector, Tracking
+from projections.projector import Tracking
 from projections.rows import run, scalar
 from projections.user_sql import sandbox_config
 
@@ -64,7 +64,7 @@ class ServerState:
         self._idle: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
         self._making = threading.Lock()
         # The follower's projector, kept from pass to pass: it remembers the tracking row it wrote.
-        self.projector = Projector(self.con)
+        self.projector = projector_of(self.con, settings)
         self.position = self.projector.tracking().position
         self._applied = threading.Condition()
         self._wake = threading.Event()

@@ -4,7 +4,7 @@
 report's timeline picture, and the subjects; `/subjects/{subject}` a subject's effective set with
 provenance and exposure; `/subjects/{subject}/tools/{tool}` why the subject sees (or not) the tool.
 
-The data comes from the read-side functions the CLI answers with (projections/queries.py, effective.py).
+The data comes from the read-side functions the CLI answers with (projections/queries.py, projections/effective/reads.py).
 The templates (templates/*.html) autoescape everything: every value from the history is data, never
 markup, its control and bidi characters shown as escapes; the only markup put in as is, the timeline, is
 drawn by infra/report_html.py, which escapes its text itself.
@@ -30,7 +30,7 @@ from infra.http.problems import status_of
 from infra.report_html import STYLE, timeline_svg
 from projections.audit_report import audit_report
 from projections import queries
-from projections.effective import explanation, subjects_at
+from projections.effective.reads import explanation, subjects_at
 from projections.projector import read_tracking
 
 Reader = Callable[[], duckdb.DuckDBPyConnection]

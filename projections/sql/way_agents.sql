@@ -1,4 +1,4 @@
--- effective_ways.py: the current agents $names with their unit, state mode, whether they have an
+-- effective/fast_ways.py: the current agents $names with their unit, state mode, whether they have an
 -- allowlist, and the tool keys their image declares (NULL: none).
 SELECT a.name, a.unit, a.state_mode, l.agent IS NOT NULL, i.tool_keys
 FROM agent_history a

@@ -1,4 +1,4 @@
--- effective_ways.py: for each way added or removed that was noted (the fragment `notes`, given_notes: a grant, a
+-- effective/fast_ways.py: for each way added or removed that was noted (the fragment `notes`, given_notes: a grant, a
 -- binding), its holder and every current tool it covers (effective_set.sql's `granted` and connector join), is_way
 -- true; a binding of a connector unknown here gives a NULL tool key. An allowlist set or cleared gives
 -- its agent once, with an empty tool key and is_way false.

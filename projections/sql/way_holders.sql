@@ -1,4 +1,4 @@
--- effective_ways.py: the current grants of the holders $names ('grant', holder kind, holder, target,
+-- effective/fast_ways.py: the current grants of the holders $names ('grant', holder kind, holder, target,
 -- tool key) and the current bindings of the units $units with their connector ('binding', 'unit', unit,
 -- slug, namespace): every way a subject's chain can grant a tool besides the platform and its image.
 SELECT 'grant', subject_kind, subject, target, tool_key

@@ -1,5 +1,5 @@
--- effective_ways.py: the current tools that can be in a set (runtime-only helpers never are, ARCH-21),
--- those the fragment `which` chooses (effective_ways.way_tools: those of $keys, or all), with whether
+-- effective/fast_ways.py: the current tools that can be in a set (runtime-only helpers never are, ARCH-21),
+-- those the fragment `which` chooses (fast_ways.way_tools: those of $keys, or all), with whether
 -- a platform namespace grants them to everyone (effective_set.sql's rank 3).
 SELECT t.tool_key, t.canonical_id, t.namespace, t.description, t.schema_valid, t.requires_state,
        t.namespace IN (SELECT namespace FROM platform_namespaces WHERE valid_to IS NULL) AS platform

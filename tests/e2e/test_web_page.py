@@ -26,7 +26,7 @@ from infra.report_html import timeline_svg
 from infra.timeline_svg import marks
 from projections import queries
 from projections.audit_report import audit_report
-from projections.effective import explanation
+from projections.effective.reads import explanation
 from projections.rows import select_rows
 from tests.browser import Node, headless, parse_dom, png_size
 from tests.support import SCRIPT, run_in_process

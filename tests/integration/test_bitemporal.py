@@ -12,7 +12,7 @@ from domain.naming import preset
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective import effective_rows
+from projections.effective.reads import effective_rows
 from projections.projector import Projector
 
 META = Meta(actor="tester")

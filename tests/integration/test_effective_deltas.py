@@ -1,4 +1,4 @@
-"""The follower's own refresh for grants added (projections/effective_deltas.py), as stories on the real
+"""The follower's own refresh for grants added (projections/effective/fast_grants.py), as stories on the real
 SQLite store and DuckDB read model: given the example catalog projected, when a batch of grants is applied,
 then the delta refreshes the sets and they are exactly what the general query computes from history (no
 row and no document differs), the subjects it says changed are exactly those whose document changed, and
@@ -19,16 +19,18 @@ from domain.errors import CatalogRuleError, DuplicateGrant
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from infra.projecting import store_pass
-from projections import effective_deltas
+from projections.effective import fast_grants
 from projections.catchup import catch_up, history_reader
-from projections.catalog_part import CatalogPart, ignore
-from projections.effective import subjects_at
-from projections.effective_ways import TOOL_FACTS_KEPT_BY
-from projections.effective_sets import is_settled, refresh_dirty
+from projections.catalog_part import CatalogPart
+from projections.effective.reads import subjects_at
+from projections.effective.fast_ways import WAY_TOOLS_CHANGED_BY
+from projections.effective.reach import REACH_EVENTS
+from projections.effective.maintenance import Maintenance, is_settled
 from projections.envelope import chain_all
 from projections.fingerprint import fingerprint
-from projections.materialize import materialized_differences
-from projections.projector import Projector
+from projections.effective.rebuild import materialized_differences
+from projections.projector import Projector, default_parts
+from projections.subjects_part import SubjectsPart
 from projections.rows import run, select_rows
 from tests.support import run_example
 
@@ -66,8 +68,8 @@ class Home:
                                   settle=False)
         run(self.con, "BEGIN TRANSACTION")
         try:
-            changed = effective_deltas.refresh(self.con)
-            refresh_dirty(self.con, records[-1].position)
+            changed = fast_grants.refresh(self.con)
+            Maintenance().refresh_dirty(self.con, records[-1].position)
         except BaseException:
             run(self.con, "ROLLBACK")  # the next example of a property test starts from a usable connection
             raise
@@ -283,12 +285,42 @@ def test_a_tool_renamed_between_passes_of_grants_is_granted_as_it_is_named_now(h
     assert home.row("agent:owl", "glob") is None
 
 
-def test_the_events_the_tools_facts_are_kept_across_are_none_the_catalog_part_writes() -> None:
-    # the current tools' facts (way_tools.sql) come from tool_history, tools and platform_namespaces, which
-    # only the catalog part writes: an event it handles (other than by ignoring it) may change them
-    writes = {event for event, handle in CatalogPart().handlers.items() if handle is not ignore}
-    assert TOOL_FACTS_KEPT_BY.isdisjoint(writes)
-    assert "IdempotencyKey.Used" in CatalogPart().handlers  # ignored there: kept across
+def tables_written(part: object) -> dict[str, set[str]]:
+    """The tables a projection part writes, each with the event types its SQL builds them from (none: its
+    handlers write them)."""
+    written: dict[str, set[str]] = {}
+    for buffer in getattr(part, "_buffers", tuple)():
+        written.setdefault(buffer.table, set()).update(getattr(buffer, "types", ()))
+    return written
+
+
+def test_the_tools_facts_are_kept_across_every_event_but_the_catalog_parts_own() -> None:
+    # the current tools' facts (way_tools.sql) come from tool_history, tools and platform_namespaces: no
+    # part but the catalog part writes them, and it writes them with handlers of its own (its SQL builds
+    # them from events it also handles), which are the events the facts are not kept across
+    facts = {"tool_history", "tools", "platform_namespaces"}
+    for part in default_parts():
+        written = tables_written(part)
+        if not isinstance(part, CatalogPart):
+            assert facts.isdisjoint(written), type(part).__name__
+        else:
+            assert set().union(*(written[table] for table in facts)) <= WAY_TOOLS_CHANGED_BY
+    # so a new event type is decided where it is projected: a handler of the catalog part's own changes
+    # the facts, an ignored one does not
+    assert {"Tool.Registered", "Tool.Renamed", "Tool.SchemaUpdated", "Policy.Recorded"} <= WAY_TOOLS_CHANGED_BY
+    assert WAY_TOOLS_CHANGED_BY.isdisjoint({"Grants.Added", "IdempotencyKey.Used", "Unit.ConnectorBound"})
+
+
+def test_who_holders_reach_is_kept_across_every_event_but_those_of_units_and_agents() -> None:
+    # who holders reach (reach.py) is read from unit_history and agent_history, which only the subjects
+    # part writes, from the events of REACH_EVENTS
+    for part in default_parts():
+        written = tables_written(part)
+        if isinstance(part, SubjectsPart):
+            assert written["unit_history"] | written["agent_history"] == REACH_EVENTS == {
+                "Unit.Created", "Agent.Created"}
+        else:
+            assert {"unit_history", "agent_history"}.isdisjoint(written), type(part).__name__
 
 
 def test_a_kept_projector_tells_the_subjects_its_passes_changed_once(home: Home) -> None:

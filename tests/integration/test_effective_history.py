@@ -24,9 +24,9 @@ from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective import effective_rows, subjects_at
-from projections.effective_sets import valid_through
-from projections.materialize import rebuild_all
+from projections.effective.reads import effective_rows, subjects_at
+from projections.effective.maintenance import valid_through
+from projections.effective.rebuild import rebuild_all
 from projections.projector import Projector, Tracking, read_tracking
 from projections.queries import current_effective
 from projections.rows import select_rows

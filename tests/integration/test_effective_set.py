@@ -20,7 +20,7 @@ from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective import effective_rows, explain_rows
+from projections.effective.reads import effective_rows, explain_rows
 from projections.projector import Projector
 from projections.rows import scalar, select_rows
 

@@ -18,8 +18,8 @@ from infra import kafka_clients
 from infra.projecting import changelog_publisher
 from infra.settings import Settings
 from infra.wiring import open_read_model
-from projections.effective import subjects_at
-from projections.effective_sets import is_settled
+from projections.effective.reads import subjects_at
+from projections.effective.maintenance import is_settled
 from projections.fingerprint import fingerprint
 from projections.queries import current_effective
 from tests.integration.kafka_support import (

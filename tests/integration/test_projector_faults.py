@@ -15,7 +15,7 @@ from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catalog_part import CatalogPart
 from projections.catchup import catch_up
-from projections.effective_sets import valid_through
+from projections.effective.maintenance import valid_through
 from projections.envelope import GENESIS_HASH, chain_all
 from projections.projector import Projector, read_tracking
 from tests.integration.helpers import (

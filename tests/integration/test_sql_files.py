@@ -13,8 +13,8 @@ from domain.naming import preset
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
-from projections.effective_ways import TOOLS_OF_KEYS, given_notes
-from projections.effective import INFINITY, effective_digest, subjects_at, subjects_registered
+from projections.effective.fast_ways import TOOLS_OF_KEYS, given_notes
+from projections.effective.reads import INFINITY, effective_digest, subjects_at, subjects_registered
 from projections.projector import Projector
 from projections.rows import run
 from projections.sqlfiles import query, sql_files

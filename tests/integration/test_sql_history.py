@@ -22,7 +22,7 @@ from projections.projector import EVENT_TYPES, Projector, event_columns, event_r
 from projections.rows import FEW_ROWS, insert_columns, select_rows
 from projections.schema import HISTORY_TABLES
 from projections.sqlfiles import query
-from projections.subjects_part import REACH_EVENTS, SubjectsPart, effective_at, grant_change
+from projections.subjects_part import effective_at, grant_change
 from tests.integration.test_effective_history import scripted_story
 
 META = Meta(actor="tester")
@@ -176,12 +176,6 @@ def test_given_a_registration_stored_as_version_1_when_built_in_sql_then_its_too
     # then the old form reads as the new one (the upcaster only adds what the rows do not hold)
     assert len(rows) == 2 and rows[0] == rows[1]
     assert rows[0]["classes"] == ["net"] and rows[0]["schema_valid"] is True
-
-
-def test_the_events_that_change_who_a_holder_reaches_are_those_of_unit_and_agent_history() -> None:
-    # a projector keeps who holders reach across batches without these (effective_ways.Reach reads the two)
-    histories = {history.table: history.types for history in SubjectsPart().histories}
-    assert REACH_EVENTS == histories["unit_history"] | histories["agent_history"]
 
 
 def test_given_a_follower_s_few_events_when_inserted_as_list_parameters_then_the_rows_are_those_arrow_writes() -> None:

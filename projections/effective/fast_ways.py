@@ -1,6 +1,8 @@
-"""The follower's refresh for a way removed or added (a grant revoked, a connector bound or unbound, grants
-mixed with these) and for an allowlist set or cleared: effective_deltas.py's second delta, beside the one
-for grants added alone.
+"""FAST PATH (maintenance.FastPaths.ways): a follower's refresh for a way removed or added (a grant revoked,
+a connector bound or unbound, grants mixed with these) and for an allowlist set or cleared, in Python.
+The rule itself is effective_set.sql; with the fast path off, rebuild.recompute runs it for the dirty
+subjects instead, and tests/integration/test_effective_fast_paths.py holds both ways to the same rows,
+documents and changed subjects.
 
 When a way is removed the tool may remain by another: for each (subject, tool) pair the noted events can
 touch, every way that grants it now is gathered with a few small statements and ranked as
@@ -10,7 +12,7 @@ one is replaced where they differ, and the pair loses its row when no way is lef
 after the batch, not event by event, makes a batch of mixed kinds right in any order.
 
 An allowlist changes only the exposure of its agent's rows; they are worked out again after the pairs.
-Also here: the helpers both deltas share (who a holder reaches, a new row's exposure, the documents).
+Also here: the helpers both fast paths share (the tools' facts, a new row's exposure, the documents).
 """
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ from typing import Any
 
 import duckdb
 
+from projections.catalog_part import CatalogPart, ignore
+from projections.effective.reach import Reach, Subject
 from projections.rows import among, given_rows, insert_columns, run, select_rows
 from projections.schema import EFFECTIVE_FIELDS
 from projections.sqlfiles import query
 
-Subject = tuple[str, str]                # (kind, name)
 Pair = tuple[str, str, str]              # (kind, name, tool key)
 # The columns of effective_tools, every one a VARCHAR.
 _TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *EFFECTIVE_FIELDS)}
@@ -33,7 +36,7 @@ _TYPES = {name: "VARCHAR" for name in ("subject_kind", "subject", "tool_key", *E
 def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], reaching: Reach) -> list[Subject] | None:
     """Refresh the pairs the noted ways can touch, then the exposures of the agents
     whose allowlist changed; the subjects whose rows changed, or None when a noted connector is unknown.
-    `notes`: effective_deltas.py's notes (kind, holder kind, holder, target, tool key)."""
+    `notes`: fast_grants.py's notes (kind, holder kind, holder, target, tool key)."""
     if all(kind == "allowlist" or kind.startswith("grant") and key is not None for kind, *_, key in notes):
         # grants of one tool each (the frequent kind): their pairs are known without a query
         noted = [(holder_kind, holder, key or "", kind != "allowlist") for kind, holder_kind, holder, _, key in notes]
@@ -56,7 +59,7 @@ def rerank(con: duckdb.DuckDBPyConnection, notes: list[list[str | None]], reachi
     return sorted(changed)
 
 
-# The columns of effective_deltas.py's notes that its queries read, in this order.
+# The columns of fast_grants.py's notes that its queries read, in this order.
 NOTED_COLUMNS = ("kind", "holder_kind", "holder", "target", "tool_key")
 
 
@@ -82,8 +85,8 @@ def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[st
     units = sorted({unit for chain in chains.values() for unit, _ in chain})
     grants: dict[Subject, list[tuple[str, str | None]]] = {}
     bindings: dict[str, list[tuple[str, str]]] = {}
-    for way, kind, holder, target, key in run(con, query("way_holders"), {"names": sorted(set(units) | set(agent_names)),
-                                                                          "units": units}):
+    holders = {"names": sorted(set(units) | set(agent_names)), "units": units}
+    for way, kind, holder, target, key in run(con, query("way_holders"), holders):
         if way == "grant":
             grants.setdefault((kind, holder), []).append((target, key))
         else:  # a binding: the connector's slug and namespace
@@ -200,39 +203,6 @@ def _reexpose(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[Subject]:
     return {("agent", row["subject"]) for row, _ in differ}
 
 
-def reach(con: duckdb.DuckDBPyConnection, holders: set[Subject], parents: dict[str, str | None]
-          ) -> dict[Subject, list[tuple[str, str, int]]]:
-    """Per holder, the subjects (kind, name, the holder's depth in their chain) at or below it: a unit
-    holder reaches itself and every unit below it (depth: their distance) and their agents (one more); an
-    agent only itself (depth 0)."""
-    children: dict[str, list[str]] = {}
-    for unit, parent in parents.items():
-        if parent is not None:
-            children.setdefault(parent, []).append(unit)
-    units_reached: dict[str, list[tuple[str, int]]] = {}
-    for kind, holder in holders:
-        if kind == "unit" and holder in parents:
-            found, level, depth = [], [holder], 0
-            while level:
-                found += [(unit, depth) for unit in level]
-                level, depth = [c for unit in level for c in children.get(unit, [])], depth + 1
-            units_reached[holder] = found
-    depth_of = {(holder, unit): depth for holder, found in units_reached.items() for unit, depth in found}
-    units = sorted({u for _, u in depth_of})
-    members = run(con, "SELECT name, unit FROM agent_history WHERE valid_to IS NULL AND "
-                       + among("unit", "units", units), {"units": units}) if units else []
-    reached: dict[Subject, list[tuple[str, str, int]]] = {}
-    for holder, found in units_reached.items():
-        reached[("unit", holder)] = [("unit", unit, depth) for unit, depth in found]
-        reached[("unit", holder)] += [("agent", agent, depth_of[(holder, unit)] + 1) for agent, unit in members
-                                      if (holder, unit) in depth_of]
-    named = sorted(holder for kind, holder in holders if kind == "agent")
-    agents = {name for (name,) in run(con, "SELECT name FROM agent_history WHERE valid_to IS NULL AND "
-                                           + among("name", "names", named), {"names": named})} if named else set()
-    reached.update({("agent", name): [("agent", name, 0)] for name in agents})
-    return reached
-
-
 # way_tools.sql's fragment `which` choosing the tools of the parameter $keys.
 TOOLS_OF_KEYS = "t.tool_key = ANY($keys::VARCHAR[])"
 
@@ -244,17 +214,20 @@ def way_tools(con: duckdb.DuckDBPyConnection, keys: list[str] | None) -> dict[st
     return {row[0]: row[1:] for row in run(con, query("way_tools", which=which), params)}
 
 
-# The events after which the current tools' facts (way_tools.sql: tool_history, tools, platform_namespaces)
-# are what they were: a projector keeps them (ToolFacts) across batches of these alone.
-TOOL_FACTS_KEPT_BY = frozenset({
-    "Grants.Opened", "Grants.Added", "Grants.Revoked", "IdempotencyKey.Used", "Unit.Created", "Agent.Created",
-    "Agent.AllowlistSet", "Agent.AllowlistCleared", "Agent.ImageDeclared", "Unit.ConnectorBound",
-    "Unit.ConnectorUnbound"})
+def _tool_writers() -> frozenset[str]:
+    """The events the catalog part projects with a handler of its own: way_tools.sql reads tool_history,
+    tools and platform_namespaces, which only the catalog part writes (a test holds the other parts to it),
+    so any other event leaves the current tools' facts as they were."""
+    return frozenset(event for event, handle in CatalogPart().handlers.items() if handle is not ignore)
 
 
-class ToolFacts:
+# A projector keeps the current tools' facts (WayTools) across batches of none of these.
+WAY_TOOLS_CHANGED_BY = _tool_writers()
+
+
+class WayTools:
     """The current tools' facts the grants of a follower's passes need, kept by its projector across batches
-    that cannot change them (TOOL_FACTS_KEPT_BY). The first batch reads those of the tools it grants; once
+    that cannot change them (none of WAY_TOOLS_CHANGED_BY). The first batch reads those of the tools it grants; once
     kept across a batch, every current tool's are read at once (≈ 10 ms for 10,020 tools) and each later
     pass of grants finds its tools in memory: the lookup (≈ 2.3 ms) leaves the pass. A mix of tool changes
     and grants, batch after batch, keeps reading the few it needs, as before."""
@@ -263,7 +236,7 @@ class ToolFacts:
         self.con, self.carried = con, False  # carried: kept across a batch at least once
         self._every: dict[str, tuple[Any, ...]] | None = None
 
-    def kept(self, con: duckdb.DuckDBPyConnection) -> ToolFacts:
+    def kept(self, con: duckdb.DuckDBPyConnection) -> WayTools:
         """These facts, for one more batch (on `con`, its projector's connection)."""
         self.con, self.carried = con, True
         return self
@@ -275,33 +248,6 @@ class ToolFacts:
         if self._every is None:
             return way_tools(self.con, keys) if keys else {}
         return {key: self._every[key] for key in keys if key in self._every}
-
-
-class Reach:
-    """Who holders reach (`reach`), worked out once per transaction: the batch's flush works out its dirty
-    subjects with it (effective_part.py), and the deltas that refresh them in the same transaction reuse
-    it (two statements, and the recursive query it replaces, of a follower's pass). Only valid while
-    unit_history and agent_history do not change."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-        self._parents: dict[str, str | None] | None = None
-        self._found: dict[Subject, list[tuple[str, str, int]]] = {}
-
-    @property
-    def parents(self) -> dict[str, str | None]:
-        """Each current unit's parent."""
-        if self._parents is None:
-            self._parents = dict(run(self.con, "SELECT name, parent FROM unit_history WHERE valid_to IS NULL"))
-        return self._parents
-
-    def of(self, holders: set[Subject]) -> dict[Subject, list[tuple[str, str, int]]]:
-        """`reach` of these holders (a new dict: callers add to it)."""
-        missing = holders - self._found.keys()
-        if missing:  # an agent holder reaches itself alone: no parents needed
-            found = reach(self.con, missing, self.parents if any(k == "unit" for k, _ in missing) else {})
-            self._found.update({holder: found.get(holder, []) for holder in missing})
-        return {holder: self._found[holder] for holder in holders if self._found[holder]}
 
 
 def exposure(kind: str, agent: tuple[str, bool] | None, schema_valid: bool, requires_state: bool) -> str | None:

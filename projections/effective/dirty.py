@@ -1,26 +1,71 @@
-"""The projection part that keeps track of which effective sets a batch can have changed: it reads the
-batch ahead, works out the subjects it touches (with the position of the last event that touched each),
-and hands them to the projector, which records them in `effective_dirty` in the batch's transaction or
-refreshes their sets in it (effective_sets.py)."""
+"""Dirty tracking: the projection part that works out which effective sets a batch can have changed. It
+reads the batch ahead, works out the subjects it touches (with the position of the last event that
+touched each) and what it notes for the fast paths, and hands them (`BatchDirty`) to maintenance.py,
+which records them in `effective_dirty` in the batch's transaction or refreshes their sets in it."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import duckdb
 
 from projections.catalog_part import Handler
-from projections.effective import subjects_at
-from projections.effective_sets import BatchDirty
-from projections.effective_ways import Reach, ToolFacts
+from projections.effective import fast_grants
+from projections.effective.fast_ways import WayTools
+from projections.effective.reach import Reach
+from projections.effective.reads import subjects_at
 from projections.envelope import Envelope
-from projections.rows import run
+from projections.rows import insert_columns, run
 from projections.sqlfiles import query
 
 Positions = dict[str, int]
 # The events besides Unit.* and Agent.* that touch sets (below) and have no delta of their own.
 _GENERAL = frozenset({"Policy.Recorded", "Tool.Registered", "Tool.Renamed", "Tool.SchemaUpdated", "Tool.AliasAdded",
                       "Tool.AliasDeprecated", "Tool.AliasRetired"})
-# The events effective_deltas.py follows, by the kind it notes them as.
+# The events the fast paths (fast_grants.py) follow, by the kind it notes them as.
 _NOTED = {"Grants.Added": "grant_added", "Grants.Revoked": "grant_revoked", "Unit.ConnectorBound": "bound",
           "Unit.ConnectorUnbound": "unbound", "Agent.AllowlistSet": "allowlist", "Agent.AllowlistCleared": "allowlist"}
+
+
+
+def touches_sets(event_type: str) -> bool:
+    """Whether an event of this type can change an effective set: dirty tracking follows it (a test lists
+    the others, so a new event type is decided here)."""
+    return event_type in _GENERAL or event_type in _NOTED or event_type.startswith(("Unit.", "Agent."))
+
+
+_DIRTY = {"subject_kind": "VARCHAR", "subject": "VARCHAR", "position": "BIGINT"}
+
+
+@dataclass
+class BatchDirty:
+    """What one batch may have changed (DirtyPart): the subjects it touched, (kind, name) → the
+    position of the last event touching each, and its notes for fast_grants.py (`general`: an event
+    only the general query follows). Recorded in the tables when the sets are refreshed later; handed to
+    `refresh_dirty` as they are when refreshed in the batch's own transaction."""
+    touched: dict[tuple[str, str], int] = field(default_factory=dict)
+    notes: list[dict[str, object]] = field(default_factory=list)
+    general: bool = False
+    reaching: Reach | None = None  # who the holders reach, as `touched` was worked out (the refresh reuses it)
+    facts: WayTools | None = None  # the current tools' facts, as the projector keeps them
+
+    def record(self, con: duckdb.DuckDBPyConnection, notes: bool = True) -> None:
+        """Into `effective_dirty` and (`notes`: for the fast paths) fast_grants.py's table, for a refresh in
+        a later transaction."""
+        if notes:
+            fast_grants.note(con, self.notes, self.general)
+        record_dirty(con, self.touched)
+
+    def explained(self) -> bool:
+        """Whether the notes explain every touched subject (what fast_grants._noted checks in SQL)."""
+        return not self.general and set(self.touched.values()) <= {note["position"] for note in self.notes}
+
+
+def record_dirty(con: duckdb.DuckDBPyConnection, touched: dict[tuple[str, str], int]) -> None:
+    """Add (kind, name) → position of the last event touching it to the dirty subjects."""
+    if touched:
+        columns = {"subject_kind": [k for k, _ in touched], "subject": [n for _, n in touched],
+                   "position": list(touched.values())}
+        insert_columns(con, "effective_dirty", columns, _DIRTY)
 
 
 def _touch(found: Positions, key: str, position: int) -> None:
@@ -28,7 +73,7 @@ def _touch(found: Positions, key: str, position: int) -> None:
 
 
 def _note(kind: str, e: Envelope) -> dict[str, object]:
-    """A row of effective_deltas.py's notes: the event's holder (a grant's subject, a binding's unit, an
+    """A row of fast_grants.py's notes: the event's holder (a grant's subject, a binding's unit, an
     allowlist's agent) and what it names."""
     data = e.data
     if kind.startswith("grant"):
@@ -41,15 +86,15 @@ def _note(kind: str, e: Envelope) -> dict[str, object]:
             "target": data["slug"]}
 
 
-class EffectivePart:
+class DirtyPart:
     """Writes no rows of its own from events (no handlers); reads the batch ahead to see what it touches."""
 
     handlers: dict[str, Handler] = {}
 
-    def __init__(self, reaching: Reach | None = None, facts: ToolFacts | None = None) -> None:
-        """`reaching`: who holders reach, as an earlier batch worked it out, when still true for this one
-        (the projector keeps it: subjects_part.REACH_EVENTS); `facts`: the current tools' facts an earlier
-        batch read, when still true (effective_ways.TOOL_FACTS_KEPT_BY)."""
+    def __init__(self, reaching: Reach | None = None, facts: WayTools | None = None) -> None:
+        """`reaching`: who holders reach, as an earlier batch worked it out, when still true for this one;
+        `facts`: the current tools' facts an earlier batch read, when still true (both kept by
+        maintenance.Maintenance when its fast path `kept` is on)."""
         self.kept_reach, self.kept_facts = reaching, facts
         self.discard()
 
@@ -60,7 +105,7 @@ class EffectivePart:
         self.new_tools: Positions = {}         # canonical IDs registered or renamed to in this batch
         self.moved_tools: Positions = {}       # tool keys whose canonical ID or input schema changed
         self.aliases_changed = 0               # allowlists resolve through aliases
-        self.notes: list[dict[str, object]] = []  # for effective_deltas.py
+        self.notes: list[dict[str, object]] = []  # for the fast paths (fast_grants.py)
         self.general = False                   # an event only the general refresh follows
         self.dirty = BatchDirty()              # what the batch flushed last touched
 
@@ -74,7 +119,7 @@ class EffectivePart:
         if noted is not None and not self.general:
             self.notes.append(_note(noted, e))
         else:
-            self.general = self.general or e.type in _GENERAL or e.type.startswith(("Unit.", "Agent."))
+            self.general = self.general or touches_sets(e.type)
         if e.type == "Policy.Recorded":
             self.everyone = at
         elif e.type == "Tool.Registered":
@@ -100,7 +145,7 @@ class EffectivePart:
         self._reach_of_tool_changes(con)
         reaching = self.kept_reach or Reach(con)
         dirty = BatchDirty(self.touched(reaching), self.notes, self.general, reaching,
-                           self.kept_facts.kept(con) if self.kept_facts else ToolFacts(con))
+                           self.kept_facts.kept(con) if self.kept_facts else WayTools(con))
         self.discard()
         self.dirty = dirty
 

@@ -1,7 +1,7 @@
 """Reading the effective tool set from the history tables: for now or any past position (and time).
 
 The query itself is `sql/effective_set.sql`; this module registers the subjects asked about as the table
-`_subjects` and runs it. The materialized copy kept for fast reads lives in materialize.py.
+`_subjects` and runs it. The materialized copy kept for fast reads is maintained by maintenance.py.
 """
 from __future__ import annotations
 

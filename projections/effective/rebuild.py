@@ -1,10 +1,11 @@
-"""The materialized current effective sets, `effective_tools` and `effective_documents`: recomputing them
-for some subjects, and checking them against a recomputation from the history tables."""
+"""The materialized current effective sets, `effective_tools` and `effective_documents`, recomputed by the
+SQL of the rule (effective_set.sql): for some subjects, or for all in one set-based pass; and checked
+against a recomputation from the history tables."""
 from __future__ import annotations
 
 import duckdb
 
-from projections.effective import INFINITY, subjects_registered
+from projections.effective.reads import INFINITY, subjects_registered
 from projections.rows import run, scalar
 from projections.sqlfiles import query
 
@@ -14,7 +15,7 @@ SUBJECT_INDEX = "CREATE INDEX effective_tools_subject ON effective_tools (subjec
 NOW = {"at": INFINITY, "effective_at": None}
 
 
-def refresh(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
+def recompute(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> list[str]:
     """Recompute the materialized current set of these subjects (set-based: one query for all);
     returns the subjects (`kind:name`) whose set changed."""
     if not subjects:

@@ -1,18 +1,22 @@
-"""Specialised refreshes of the current effective sets for the frequent event kinds of a follower's small
-batches (DESIGN.md section 5), beside the general query of materialize.refresh, which they fall back to.
+"""FAST PATH (maintenance.FastPaths.grants, and .ways through fast_ways.py): a follower's refresh of the
+current effective sets for the frequent event kinds of its small batches, in Python, beside the SQL of
+rebuild.recompute (effective_set.sql: the rule), which it falls back to and which runs instead when the
+fast path is off; tests/integration/test_effective_fast_paths.py holds both ways to the same rows,
+documents and changed subjects.
 
 The general query costs ≈ 20 ms of DuckDB work even for one subject (it reads every history table); a
 grant added on an agent or a unit changes only the rows of the tools it covers, for the subjects at or
 below its holder, and those rows follow from the rows already there. So:
 
-- while a batch is applied, effective_part.py notes its events in the connection's temporary table
-  `_effective_deltas`: each grant added (`grant_added`) or revoked (`grant_revoked`), connector bound or
-  unbound (`bound`, `unbound`, the slug as target), allowlist set or cleared (`allowlist`), and `general`
-  for any other event that can change a set;
+- while a batch is applied, dirty.py notes its events (in memory for a batch refreshed in its own
+  transaction, else in the connection's temporary table `_effective_deltas`): each grant added
+  (`grant_added`) or revoked (`grant_revoked`), connector bound or unbound (`bound`, `unbound`, the slug
+  as target), allowlist set or cleared (`allowlist`), and `general` for any other event that can change
+  a set;
 - `refresh` applies them when they explain every dirty subject (no `general`, and every dirty row's
   position is one of theirs: a batch of another connection, or one left by a crash, is not), and
   answers None otherwise, for the general query. Grants added alone take the way below; any other mix
-  re-ranks the pairs it touches (effective_ways.py), which also handles a way removed.
+  re-ranks the pairs it touches (fast_ways.py), which also handles a way removed.
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ from typing import Any
 
 import duckdb
 
-from projections.effective_ways import (NOTED_COLUMNS, Pair, Reach, ToolFacts, admitted, exposure, given_notes,
-                                        render, replace, rerank, subject_rows)
+from projections.effective.fast_ways import (NOTED_COLUMNS, Pair, WayTools, admitted, exposure, given_notes,
+                                             render, replace, rerank, subject_rows)
+from projections.effective.reach import Reach
 from projections.rows import among, given_rows, run
 from projections.sqlfiles import query
 
@@ -57,15 +62,16 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def refresh(con: duckdb.DuckDBPyConnection, notes: list[dict[str, object]] | None = None,
-            reaching: Reach | None = None, facts: ToolFacts | None = None) -> list[str] | None:
+            reaching: Reach | None = None, facts: WayTools | None = None, grants: bool = True,
+            ways: bool = True) -> list[str] | None:
     """Refresh the dirty subjects' current sets from the noted grants; the subjects (`kind:name`) whose set
     changed, or None when the noted events do not explain every dirty subject (nothing is written).
     `notes`: a batch's notes (rows as `note` takes them) that explain its dirty subjects, refreshed in its
     own transaction without going through the table (default: the table's, checked against the dirty);
     `reaching`: who holders reach, as the batch worked it out in this transaction; `facts`: the current
-    tools' facts its projector keeps."""
+    tools' facts its projector keeps; `grants`, `ways`: which fast paths are on (maintenance.FastPaths)."""
     noted = _noted(con) if notes is None else _summary(notes)
-    if noted is None:
+    if noted is None or not (ways if noted[2] else grants):
         return None
     reaching = reaching or Reach(con)
     if noted[2]:  # a way removed, a binding or an allowlist: the pairs are ranked again
@@ -112,7 +118,7 @@ def _summary(notes: list[dict[str, object]]) -> Noted:
 
 
 def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[list[str | None]], keys: list[str],
-                patterns: bool, facts: ToolFacts | None = None) -> tuple[list[dict[str, Any]], list[Pair]]:
+                patterns: bool, facts: WayTools | None = None) -> tuple[list[dict[str, Any]], list[Pair]]:
     """The rows of effective_tools the noted grants change, and which of them replace a stored row (the
     others are new: no row to delete), for the current sets: for each subject at or
     below a grant's holder and each current tool the grant covers, the grant's row where it beats the
@@ -120,7 +126,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
     first). A subject's row that stays keeps its exposure (it depends on the subject and the tool alone);
     a new one gets it as effective_set.sql works it out. A few small statements, not one query: DuckDB
     plans a large one in ≈ 10 ms, which is what this saves."""
-    covered = _covered(facts or ToolFacts(con), notes, keys)
+    covered = _covered(facts or WayTools(con), notes, keys)
     if patterns:
         with given_notes(con, notes) as (notes_table, params):
             covered += run(con, query("grant_pattern_coverage", notes=notes_table), params)
@@ -164,7 +170,7 @@ def _grant_rows(con: duckdb.DuckDBPyConnection, reaching: Reach, notes: list[lis
     return rows, replaced
 
 
-def _covered(facts: ToolFacts, notes: list[list[str | None]], keys: list[str]) -> list[tuple]:
+def _covered(facts: WayTools, notes: list[list[str | None]], keys: list[str]) -> list[tuple]:
     """(holder kind, holder, tool key, canonical ID, namespace, description, schema_valid, requires_state)
     of each noted grant of one tool whose tool is current and can be in a set (way_tools.sql); the grants
     are joined here, not in SQL (a join of the notes costs a DuckDB statement ≈ 1 ms more)."""
