@@ -1,7 +1,7 @@
 """How a write command is carried out, whichever entry point made it (the command line from its
 arguments, the server from a request's body): the one dispatch of the application's writes, and the
-answer each gives. Most commands are the catalog's alone (`CatalogCommand.run`); `plan`, `apply` and
-`audit seal` read the read model as well."""
+answer each gives. Most commands are the catalog's alone (`CatalogCommand.run`); `plan`, `apply`,
+`audit seal` and `mcp sync` read the read model as well."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from domain.commands import CatalogCommand, Command
+from domain.commands.mcp import McpSync
 from domain.commands.proposals import Apply, AuditSeal, Plan
 from domain.errors import UsageError
 from infra import proposals
@@ -127,5 +128,12 @@ def _seal(command: Command, ctx: Context) -> Reply:
     return reply
 
 
+# -- mcp sync --------------------------------------------------------------------------------------------
+def _mcp_sync(command: Command, ctx: Context) -> Reply:
+    assert isinstance(command, McpSync)
+    from infra.mcp.sync import sync_reply  # the MCP stack only when a server is synced
+    return sync_reply(command, ctx)
+
+
 _WITH_READ_MODEL: dict[type[Command], Callable[[Command, Context], Reply]] = {
-    Plan: _plan, Apply: _apply, AuditSeal: _seal}
+    Plan: _plan, Apply: _apply, AuditSeal: _seal, McpSync: _mcp_sync}

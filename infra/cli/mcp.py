@@ -1,23 +1,22 @@
 """`toolcat mcp server add|change|remove|show|list` and `toolcat mcp sync`: MCP servers in the catalog.
 
-Thin handlers: parse, call the catalog or infra/mcp, reply. The SDK is imported by infra/mcp only when a
-server is connected, never when the command line starts."""
+Thin handlers: the writes are command objects (domain/commands/mcp.py), `mcp sync` is carried out by
+infra/mcp/sync.py; the SDK is imported by infra/mcp only when a server is connected, never when the
+command line starts."""
 from __future__ import annotations
 
 import argparse
 import json
 from typing import Any
 
+from domain.commands import mcp
+from domain.commands.mcp import DRIFT_EXIT
 from domain.errors import UsageError
-from domain.mcp_servers import Connection, UnknownMcpServer, check_server_name
+from domain.mcp_servers import UnknownMcpServer, check_server_name
 from domain.values import TIERS
 from infra.cli.output import Reply, Table, plain
-from infra.cli.registry import Commands, Parser, answer
+from infra.cli.registry import Commands, Parser, read_text_file, write
 from infra.context import Context
-
-# `mcp sync --check`: the live inventory differs from the catalog (for CI and cron). 0 when it matches;
-# other failures keep their usual codes (3 a rule, 6 a server that cannot be reached).
-DRIFT_EXIT = 10
 
 
 def register(commands: Commands) -> None:
@@ -64,41 +63,16 @@ def _connection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tier", choices=TIERS, help="the tier of the server's tools (default advanced)")
 
 
-def _pairs(values: list[str], option: str) -> dict[str, str]:
-    pairs: dict[str, str] = {}
-    for index, value in enumerate(values, start=1):
-        key, sep, rest = value.partition("=")
-        if not sep or not key:  # the value is not repeated: it may be a secret typed in the wrong place
-            raise UsageError(f"{option} entry {index} is not KEY=VALUE", option=option, entry=index)
-        if key in pairs:
-            raise UsageError(f"{option} names {key} twice", option=option, key=key)
-        pairs[key] = rest
-    return pairs
-
-
-def _connection(args: argparse.Namespace) -> Connection:
-    return Connection.checked(args.command, args.args, _pairs(args.env, "--env"), _pairs(args.env_ref, "--env-ref"),
-                              args.url, _pairs(args.header_ref, "--header-ref"))
-
-
 def cmd_add(ctx: Context) -> Reply:
-    args = ctx.args
-    check_server_name(args.name)
-    return answer(ctx, ctx.catalog.add_mcp_server(args.name, _connection(args), args.tier or "advanced",
-                                                  ctx.meta()))
+    return write(ctx, mcp.McpServerAdd)
 
 
 def cmd_change(ctx: Context) -> Reply:
-    args = ctx.args
-    given = args.command is not None or args.url is not None
-    if not given and (args.args or args.env or args.env_ref or args.header_ref):
-        raise UsageError("a connection is replaced whole: give --command or --url with its options")
-    connection = _connection(args) if given else None
-    return answer(ctx, ctx.catalog.change_mcp_server(args.name, connection, args.tier, ctx.meta()))
+    return write(ctx, mcp.McpServerChange)
 
 
 def cmd_remove(ctx: Context) -> Reply:
-    return answer(ctx, ctx.catalog.remove_mcp_server(ctx.args.name, ctx.meta()))
+    return write(ctx, mcp.McpServerRemove)
 
 
 def _rows(ctx: Context, name: str | None = None) -> list[dict[str, Any]]:
@@ -149,43 +123,13 @@ def cmd_list(ctx: Context) -> Reply:
 
 
 def cmd_record(ctx: Context) -> Reply:
-    from pydantic import ValidationError
-    from domain.mcp_servers import Evidence
-    from infra.cli.registry import read_text_file
     path = ctx.args.evidence
     try:
-        evidence = Evidence.model_validate_json(read_text_file(path, "the evidence"))
-    except ValidationError as error:
-        raise UsageError(f"{path} is not a sync's evidence: {error.errors()[0]['msg']}", path=path) from None
-    return answer(ctx, ctx.catalog.record_mcp_sync(ctx.args.name, evidence, ctx.meta()))
+        evidence = json.loads(read_text_file(path, "the evidence"))
+    except ValueError as error:
+        raise UsageError(f"{path} is not JSON: {error}", path=path) from None
+    return write(ctx, mcp.McpRecord, evidence=evidence)
 
 
 def cmd_sync(ctx: Context) -> Reply:
-    from infra.cli.proposals import plan_blocks
-    from infra.mcp.sync import sync  # the SDK loads only here
-    args = ctx.args
-    if ctx.backend is None:  # a sync plans on the read model: beside a server that owns it, plan there
-        ctx.refuse_if_served("sync here, or send the sync to its POST /v1/mcp/sync")
-    mode = "apply" if args.apply else "check" if args.check else "plan"
-    document = sync(ctx, args.name, mode, ctx.meta())
-    blocks = [f"MCP server {plain(args.name)}: {plain(str(document['server']['name']))} "
-              f"{plain(str(document['server']['version']))}, protocol {document['server']['protocol_version']}, "
-              f"{document['server']['tool_count']} tools"]
-    if document["refused"]:
-        blocks.append(Table("upstream tools not imported", ["upstream name", "why"],
-                            [[r["name"], r["reason"]] for r in document["refused"]]))
-    if document["mapped"]:
-        blocks.append(Table("upstream names mapped", ["upstream name", "tool ID"],
-                            [[m["name"], m["tool_id"]] for m in document["mapped"]]))
-    if document["affected"]:
-        blocks.append(Table("changed upstream", ["tool", "change", "who sees it now"],
-                            [[a["tool_id"], a["change"], ", ".join(a["subjects"]) or "nobody"]
-                             for a in document["affected"]]))
-    if document["kept"]:
-        blocks.append(Table("changed upstream, kept as registered", ["tool", "fields"],
-                            [[k["tool_id"], ", ".join(k["fields"])] for k in document["kept"]]))
-    blocks += plan_blocks(document)
-    if document.get("applied"):  # instead of the plan's advice to apply it
-        blocks[-1] = f"applied at position {document['applied']['position']}"
-    code = 3 if document["violations"] else DRIFT_EXIT if mode == "check" and document["drift"] else 0
-    return Reply(document, blocks, exit_code=code)
+    return write(ctx, mcp.McpSync)

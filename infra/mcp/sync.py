@@ -13,7 +13,9 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from domain.base import Meta
+from domain.commands.mcp import DRIFT_EXIT, McpSync
 from domain.errors import CatalogRuleError
+from domain.grammar import visible
 from domain.manifest import Tool
 from domain.mcp_servers import Connection, Evidence
 from domain.mcp_tools import Imported, Inventory, imported
@@ -21,6 +23,7 @@ from domain.plan_diff import DESTRUCTIVE, Planned
 from domain.schema_check import schema_problems
 from domain.schema_compat import breaking_changes
 from infra.context import Context
+from infra.reply import Block, Reply, Table
 from infra.settings import Settings
 
 _PROGRESS_PAGES = 10  # a listing of more pages than this tells its progress on stderr
@@ -165,3 +168,34 @@ def sync(ctx: Context, name: str, mode: str, meta: Meta) -> dict[str, Any]:
         result = proposals.apply(ctx, document["proposal_id"], False, meta)
         document["applied"] = {"position": result.position, "events": len(result.events)}
     return document
+
+
+def sync_reply(command: McpSync, ctx: Context) -> Reply:
+    """`mcp sync`'s answer: the sync's plan document, what the server said, and the plan as `plan` shows it
+    (exit 3 when it breaks a rule; DRIFT_EXIT for --check when the live inventory differs)."""
+    from infra.writing import plan_blocks
+    if ctx.backend is None:  # a sync plans on the read model: beside a server that owns it, plan there
+        ctx.refuse_if_served("sync here, or send the sync to its POST /v1/mcp/sync")
+    document = sync(ctx, command.server, command.mode, ctx.meta())
+    server = document["server"]
+    blocks: list[Block] = [f"MCP server {visible(command.server)}: {visible(str(server['name']))} "
+                           f"{visible(str(server['version']))}, protocol {server['protocol_version']}, "
+                           f"{server['tool_count']} tools"]
+    if document["refused"]:
+        blocks.append(Table("upstream tools not imported", ["upstream name", "why"],
+                            [[r["name"], r["reason"]] for r in document["refused"]]))
+    if document["mapped"]:
+        blocks.append(Table("upstream names mapped", ["upstream name", "tool ID"],
+                            [[m["name"], m["tool_id"]] for m in document["mapped"]]))
+    if document["affected"]:
+        blocks.append(Table("changed upstream", ["tool", "change", "who sees it now"],
+                            [[a["tool_id"], a["change"], ", ".join(a["subjects"]) or "nobody"]
+                             for a in document["affected"]]))
+    if document["kept"]:
+        blocks.append(Table("changed upstream, kept as registered", ["tool", "fields"],
+                            [[k["tool_id"], ", ".join(k["fields"])] for k in document["kept"]]))
+    blocks += plan_blocks(document)
+    if document.get("applied"):  # instead of the plan's advice to apply it
+        blocks[-1] = f"applied at position {document['applied']['position']}"
+    code = 3 if document["violations"] else DRIFT_EXIT if command.check and document["drift"] else 0
+    return Reply(document, blocks, exit_code=code)
