@@ -129,6 +129,8 @@ TOUCH_NO_SET = {
     "Grants.Opened", "IdempotencyKey.Used", "Name.Claimed", "Namespace.Claimed", "Node.Attached",
     "Node.CapabilitiesAdvertised", "Node.CapabilitiesWithdrawn", "Node.Opened", "Node.Paired", "Node.Readied",
     "Node.ToolDenied", "Node.Unpaired", "Node.Unreadied", "Proposal.Applied", "Proposal.Made", "Proposal.Withdrawn",
+    # an MCP server's entry and sync evidence; the tools a sync brings are Tool events of their own
+    "McpServer.Added", "McpServer.Changed", "McpServer.Removed", "McpServer.Synced",
     "Releases.Planned", "Releases.Published", "Releases.Started", "RouteRules.RuleAdded", "RouteRules.RuleRemoved",
     "RouteRules.Started", "SecretRef.Added", "Tool.Classified", "Tool.MilestoneRecorded", "Tool.StepRecorded"}
 
