@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TYPE_CHECKING
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Literal
 
-from domain.errors import InvalidId, InvalidName, InvalidPattern, InvalidPolicy, InvalidText, ToolcatError
+from domain.errors import InvalidId, InvalidName, InvalidPattern, InvalidPolicy, InvalidText, ToolcatError, UsageError
 from domain.versions import InvalidVersion, parse_version
 
 if TYPE_CHECKING:
@@ -305,3 +306,31 @@ def check_policy(policy: NamingPolicy) -> NamingPolicy:
     except ToolcatError as error:
         raise InvalidPolicy(f"invalid naming policy: {error.message}", **error.details) from None
     return policy
+
+
+# -- subjects and times, as commands name them --------------------------------------------------------
+SubjectKind = Literal["unit", "agent"]
+
+
+def parse_subject(text: str) -> tuple[SubjectKind, str]:
+    """`unit:NAME` or `agent:NAME`."""
+    kind, sep, name = text.partition(":")
+    if not sep or kind not in ("unit", "agent") or not name:
+        raise UsageError(f"subject {text!r} must be unit:NAME or agent:NAME", subject=text)
+    return kind, name  # type: ignore[return-value]
+
+
+def parse_effective_at(text: str | None) -> str | None:
+    """The time a change takes effect (`effective_at`): an ISO 8601 time, stored in UTC with
+    microseconds; None means when it is recorded."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    except (ValueError, OverflowError) as error:  # OverflowError: in UTC it falls outside years 1-9999
+        raise UsageError(f"the time a change takes effect, {shown(text)}, is not an ISO 8601 time "
+                         "between the years 1 and 9999 (e.g. 2026-03-01T09:00:00Z)",
+                         effective_at=text[:200]) from error

@@ -1,25 +1,15 @@
 """Units and agents: the subjects that see an effective tool set."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Literal
 
 from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, TakesEffect, create, natural_id, record
-from domain.errors import AlreadyBound, NotBound, UsageError
-from domain.grammar import shown
+from domain.errors import AlreadyBound, NotBound
+from domain.grammar import SubjectKind, parse_effective_at, parse_subject  # noqa: F401 (importers)
 
-SubjectKind = Literal["unit", "agent"]
 StateMode = Literal["stateful", "stateless"]
-
-
-def parse_subject(text: str) -> tuple[SubjectKind, str]:
-    """`unit:NAME` or `agent:NAME`."""
-    kind, sep, name = text.partition(":")
-    if not sep or kind not in ("unit", "agent") or not name:
-        raise UsageError(f"subject {text!r} must be unit:NAME or agent:NAME", subject=text)
-    return kind, name  # type: ignore[return-value]
 
 
 def unit_key(name: str):  # noqa: ANN201 - a UUID
@@ -145,19 +135,3 @@ class Agent(Aggregate):
 
     def declare_image(self, image: str, tools: list[str], tool_keys: list[str], meta: Meta) -> None:
         record(self, self.ImageDeclared, meta, agent=self.name, image=image, tools=tools, tool_keys=tool_keys)
-
-
-def parse_effective_at(text: str | None) -> str | None:
-    """The time a change takes effect (`effective_at`): an ISO 8601 time, stored in UTC with
-    microseconds; None means when it is recorded."""
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
-    except (ValueError, OverflowError) as error:  # OverflowError: in UTC it falls outside years 1-9999
-        raise UsageError(f"the time a change takes effect, {shown(text)}, is not an ISO 8601 time "
-                         "between the years 1 and 9999 (e.g. 2026-03-01T09:00:00Z)",
-                         effective_at=text[:200]) from error

@@ -3,16 +3,21 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 import duckdb
 
-from domain.catalog import Catalog
 from domain.errors import Unavailable, UsageError
 from infra.settings import Settings, scrub, url_passwords
 from projections.connection import connect
 from projections.migrate import migrate
+
+if TYPE_CHECKING:  # the domain is imported by what opens the catalog, not by every read (store_head)
+    from domain.catalog import Catalog
+
+Opened = TypeVar("Opened")
 
 
 def store_env(settings: Settings) -> dict[str, str]:
@@ -55,6 +60,7 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
     create the tables (PostgreSQL reports "tuple concurrently updated", SQLite "database is locked"):
     a few quick retries settle it. `cached_aggregates`: keep up to that many aggregates in memory
     (eventsourcing's aggregate cache) for a long-running process that writes many times."""
+    from domain.catalog import Catalog
     env = store_env(settings)
     if cached_aggregates:
         # Each read of a cached aggregate still reads the events stored after it (fast-forward, the
@@ -62,9 +68,27 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
         # command reads the kept aggregates themselves, one command at a time, and what one fails to save
         # is dropped from the cache (CatalogApplication._command); other reads get a deep copy.
         env["AGGREGATE_CACHE_MAXSIZE"] = str(cached_aggregates)
+    return _opened(settings, lambda: Catalog(env=env), attempts)
+
+
+def store_head(settings: Settings, attempts: int = 6) -> int:
+    """The store's last position (0: none yet), read through eventsourcing's recorder alone: a read that
+    finds its read model current answers without building the Catalog application (its domain model and
+    aggregates), as `open_catalog(settings).recorder.max_notification_id()` would."""
+    from eventsourcing.persistence import InfrastructureFactory
+    env = store_env(settings)
+    factory = _opened(settings, lambda: InfrastructureFactory.construct(env), attempts)
+    try:
+        return _opened(settings, factory.application_recorder, attempts).max_notification_id() or 0
+    finally:
+        factory.close()
+
+
+def _opened(settings: Settings, open_it: Callable[[], Opened], attempts: int) -> Opened:
+    """What `open_it` opens, retried a few times (see `open_catalog`); Unavailable when it never opens."""
     for attempt in range(attempts):
         try:
-            return Catalog(env=env)
+            return open_it()
         except Exception as error:  # the driver's own errors differ per store; all mean "cannot open it"
             if attempt == attempts - 1:
                 # The driver's message may repeat the URL: scrubbed, and the original not chained.

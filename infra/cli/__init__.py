@@ -1,5 +1,9 @@
 """The `toolcat` command line (CONTRACT.md): one module per command group registers its commands;
-`run` answers a command with its `Reply`, `main` prints it and turns errors into exit codes."""
+`run` answers a command with its `Reply`, `main` prints it and turns errors into exit codes.
+
+The command line answers at once: registering the commands imports no store, read model, HTTP stack or
+Kafka client (command modules import those inside their handlers), so `toolcat --help` costs Python's
+start and argparse, and a command loads only what it runs. tests/e2e/test_cli_imports.py holds that."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +12,7 @@ import sys
 import threading
 import traceback
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from domain.errors import ToolcatError, Unavailable, UsageError
 from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
@@ -17,8 +22,10 @@ from infra.cli import proposals, what_if
 from infra.cli import schemas
 from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser
-from infra.context import Backend, Context
-from infra.settings import Settings, load_settings, scrub
+
+if TYPE_CHECKING:
+    from infra.context import Backend
+    from infra.settings import Settings
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
@@ -38,12 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    from infra.settings import load_settings
     settings = base or load_settings()
     home = getattr(args, "home", None)
     return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
 
 
 def _execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
+    from infra.context import Context
     ctx = Context(settings_for(args, settings), args, backend)
     try:
         # While a server owns this home's read model, reads are its to answer (but those that read the
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
 
 
 def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
+    from infra.settings import scrub
     as_json, kind = bool(getattr(args, "json", False)), args.kind
     try:
         resolved = settings_for(args, settings)

@@ -1,11 +1,15 @@
 """`toolcat alias …`: aliases and shims, deprecation windows and the removal path."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from domain.errors import UsageError
 from domain.window import CONFIRMATION_STEPS, MILESTONES, RECORDABLE_STEPS, REMOVAL_STEPS
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, answer
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:

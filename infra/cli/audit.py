@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import IntegrityFailure, UsageError
 from domain.window import REMOVAL_STEPS
 from infra.cli.hints import command
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, answer
-from infra.context import Context
 from infra.progress import reporting
-from projections import queries
-from projections.projector import Projector
-from projections.verify import UNVERIFIED, checked_head, verify
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 # `audit verify` found nothing wrong but had nothing to compare the chain with (no read model with
 # recorded hashes, no seal, no --expect-head): not an ok, and not an integrity failure (exit 5) either.
@@ -54,6 +53,7 @@ def register(commands: Commands) -> None:
 def verified(ctx: Context) -> dict[str, Any]:
     """`audit verify`'s answer. The read model is compared as it stands: catching it up first would make it
     vouch for the very events being checked (`--min-position N` still brings it to N first)."""
+    from projections.verify import checked_head, verify
     given = getattr(ctx.args, "expect_head", None)
     if ctx.server is not None:  # the server that owns the read model verifies against it
         return ctx.server.document(["audit", "verify", *(["--expect-head", given] if given else [])])
@@ -77,6 +77,7 @@ def _home(ctx: Context) -> str | None:
 
 def describe_verification(report: dict[str, Any], home: str | None = None) -> list[str]:
     """The verdict, then one line per thing the chain was compared with."""
+    from projections.verify import UNVERIFIED
     chain = f"{report['events']} events up to position {report['position']}, head {report['head']}"
     if report["verdict"] == UNVERIFIED:
         lines = [f"unverified: nothing to compare against. The chain ({chain}) agrees with itself, but no read "
@@ -100,12 +101,14 @@ def describe_verification(report: dict[str, Any], home: str | None = None) -> li
 
 
 def cmd_audit_verify(ctx: Context) -> Reply:
+    from projections.verify import UNVERIFIED
     report = verified(ctx)
     return Reply(report, ["\n".join(describe_verification(report, _home(ctx)))],
                  exit_code=UNVERIFIED_EXIT if report["verdict"] == UNVERIFIED else 0)
 
 
 def cmd_audit_alias(ctx: Context) -> Reply:
+    from projections import queries
     report = queries.audit_alias(ctx.read_model(), ctx.args.alias)
     window = report["window"]
     recorded = {s["step"]: s for s in report["steps"]}
@@ -124,6 +127,7 @@ def cmd_audit_alias(ctx: Context) -> Reply:
 
 def cmd_audit_seal(ctx: Context) -> Reply:
     """Verify the chain, record its head in the store itself, and give the head to keep elsewhere."""
+    from projections.verify import UNVERIFIED
     report = verified(ctx)
     result = ctx.catalog.seal(report["position"], report["head"], report["events"], ctx.meta())
     reply = answer(ctx, result)
@@ -159,6 +163,7 @@ def cmd_audit_replay(ctx: Context) -> Reply:
 
 
 def cmd_audit_fingerprint(ctx: Context) -> Reply:
+    from projections.projector import Projector
     from projections.fingerprint import fingerprint
     con = ctx.read_model()
     head = Projector(con).tracking().position

@@ -1,10 +1,14 @@
 """`toolcat init` and `toolcat release …`: the catalog's naming policy and its release clock."""
 from __future__ import annotations
 
-from domain.naming import PRESETS, NamingPolicy, policy_from_json, preset
+from typing import TYPE_CHECKING
+
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, answer, read_text_file
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from domain.naming import NamingPolicy
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -22,6 +26,7 @@ def register(commands: Commands) -> None:
 
 def load_policy(name: str) -> NamingPolicy:
     """A `--policy` value: a preset's name, or a JSON policy file."""
+    from domain.naming import PRESETS, policy_from_json, preset
     return preset(name) if name in PRESETS else policy_from_json(read_text_file(name, "the policy file"))
 
 

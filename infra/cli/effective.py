@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import UnknownSubject, UsageError
-from domain.subjects import parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands
-from infra.context import Context
-from projections import queries
-from projections.effective import INFINITY, effective_rows, explanation
-from projections.projector import read_tracking
-from projections.routing import with_classes
 from projections.schema import EFFECTIVE_FIELDS
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    import duckdb
+    from infra.context import Context
 
 DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -46,6 +42,8 @@ def moment_options(parser: argparse.ArgumentParser, effective_at: bool = True) -
 
 def moment(ctx: Context) -> int | None:
     """The position asked for by --at or --as-of, or None for now."""
+    from projections import queries
+    from projections.tracking import read_tracking
     a = ctx.args
     if a.at is not None and a.as_of is not None:
         raise UsageError("give --at or --as-of, not both")
@@ -76,6 +74,8 @@ def stamped(ctx: Context, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
+    from domain.grammar import parse_subject
+    from projections import queries
     kind, name = parse_subject(ctx.args.subject)
     if not queries.subject_exists(ctx.read_model(), kind, name, at):
         when = "" if at is None else f" at position {at}"
@@ -84,6 +84,9 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
 
 
 def cmd_effective(ctx: Context) -> Reply:
+    from domain.grammar import parse_effective_at
+    from projections.effective import INFINITY, effective_rows
+    from projections.tracking import read_tracking
     at = moment(ctx)
     effective_at = parse_effective_at(ctx.args.effective_at)
     if at is None and effective_at is None:
@@ -96,6 +99,7 @@ def cmd_effective(ctx: Context) -> Reply:
         position = read_tracking(ctx.read_model()).position if at is None else at
     con = ctx.read_model()
     if ctx.args.with_classes:
+        from projections.routing import with_classes
         tools = with_classes(con, tools, position)
     document = {"subject": ctx.args.subject, "position": position, "tools": tools}
     if effective_at is not None:
@@ -110,6 +114,8 @@ def cmd_effective(ctx: Context) -> Reply:
 
 def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
     """`effective SUBJECT --json` for now: the subject, the read model's position and the current set."""
+    from domain.grammar import parse_subject
+    from projections import queries
     kind, name = parse_subject(subject)
     found = queries.current_set(con, f"{kind}:{name}", (kind, name))
     if found is None:
@@ -118,6 +124,9 @@ def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, 
 
 
 def cmd_explain(ctx: Context) -> Reply:
+    from domain.grammar import parse_effective_at
+    from projections import queries
+    from projections.effective import INFINITY, explanation
     at = moment(ctx)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()

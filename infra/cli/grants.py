@@ -1,9 +1,13 @@
 """`toolcat grant add|revoke`: explicit grants of a tool or `ns.*` to a unit or an agent."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, answer, effective_at_option
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:

@@ -17,15 +17,16 @@ import sys
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from domain.catalog import WriteResult
 from domain.errors import ToolcatError
 from domain.grammar import visible
 from infra.cli.tables import Table, cell_text, fitted_table
-from infra.settings import scrub
+
+if TYPE_CHECKING:  # the CLI imports what a command needs when it runs (rich only to print a table)
+    from rich.console import Console
+
+    from domain.catalog import WriteResult
 
 
 Block = str | Table
@@ -87,6 +88,7 @@ def print_text(text: str) -> None:
 
 def print_table(table: Table, console: Console | None = None) -> None:
     """On a terminal, fitted to its width; to a pipe or file, as wide as the values need (nothing cut)."""
+    from rich.console import Console
     console = console or Console(soft_wrap=False)
     if console.is_terminal:
         console.print(fitted_table(table, console.width)[0])
@@ -164,6 +166,7 @@ def print_error(error: ToolcatError, as_json: bool, kind: str | None = None, sec
                 ) -> None:
     """The error on stderr, every one of `secrets` masked; the hint goes into the message (text and JSON
     alike)."""
+    from infra.settings import scrub
     message = message_with_hint(error, kind)
     if as_json:
         document = error.as_document()

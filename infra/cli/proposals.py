@@ -1,14 +1,15 @@
 """`toolcat plan`, `toolcat apply` and `toolcat proposal list|show|withdraw`: the catalog as code."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import UnknownProposal
 from domain.grammar import check_proposal_id
-from infra import proposals
 from infra.cli.output import Block, Reply, Table, plain
 from infra.cli.registry import Commands, answer
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -55,6 +56,7 @@ def plan_blocks(document: dict[str, Any]) -> list[Block]:
 
 
 def cmd_plan(ctx: Context) -> Reply:
+    from infra import proposals
     from infra.manifests import read_manifest  # PyYAML only when a manifest is read
     manifest = read_manifest(ctx.args.manifest)
     if ctx.backend is None:  # a plan reads the read model: beside a server that owns it, the server plans
@@ -64,10 +66,12 @@ def cmd_plan(ctx: Context) -> Reply:
 
 
 def cmd_apply(ctx: Context) -> Reply:
+    from infra import proposals
     return answer(ctx, proposals.apply(ctx, ctx.args.proposal_id, ctx.args.confirm_destructive, ctx.meta()))
 
 
 def cmd_proposal_list(ctx: Context) -> Reply:
+    from infra import proposals
     rows = proposals.proposal_rows(ctx.read_model())
     listed = [{k: r[k] for k in ("proposal_id", "state", "base_position", "position", "recorded_at", "actor")}
               | {"commands": len(r["commands"])} for r in rows]
@@ -78,6 +82,7 @@ def cmd_proposal_list(ctx: Context) -> Reply:
 
 
 def cmd_proposal_show(ctx: Context) -> Reply:
+    from infra import proposals
     proposal_id = check_proposal_id(ctx.args.proposal_id)
     rows = proposals.proposal_rows(ctx.read_model(), proposal_id)
     if not rows:

@@ -6,14 +6,16 @@ import argparse
 import difflib
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from domain.errors import UsageError
-from infra.context import Context
-from domain.catalog import WriteResult
 from infra.cli.output import Reply, write_reply
 
-Handler = Callable[[Context], Reply]
+if TYPE_CHECKING:  # registering commands imports no store, read model or domain model (`toolcat --help`)
+    from domain.catalog import WriteResult
+    from infra.context import Context
+
+Handler = Callable[["Context"], Reply]
 
 
 class ArgumentsError(UsageError):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import UsageError
-from domain.nodes import Node
 from infra.cli.output import Reply, plain
 from infra.cli.registry import Commands, Parser, answer
-from infra.context import Context
-from projections import routing
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from domain.nodes import Node
+    from infra.context import Context
 
 
 def _subgroup(commands: Commands, path: str, help_text: str) -> None:
@@ -114,6 +115,7 @@ def cmd_route_rule_remove(ctx: Context) -> Reply:
 
 
 def cmd_route_check(ctx: Context) -> Reply:
+    from projections import routing
     a = ctx.args
     found = routing.route_check(ctx.read_model(), a.subject, a.call, a.after, a.at)
     line = f"{found['decision']}: {plain(a.subject)} calling {plain(a.call)} → {plain(found['matched_tool_name'])}"
@@ -124,6 +126,7 @@ def cmd_route_check(ctx: Context) -> Reply:
 
 
 def cmd_route_node(ctx: Context) -> Reply:
+    from projections import routing
     a = ctx.args
     found = routing.route_node(ctx.read_model(), a.tool, a.node, a.lane, a.secret_ref)
     return Reply(found, [f"{plain(found['tool_id'])} → node {plain(found['node'])} ({found['reason']})"])

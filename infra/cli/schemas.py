@@ -2,11 +2,15 @@
 compatibility mode that decides which new versions are accepted (domain/schema_compat.py)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from domain.schema_compat import MODES
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, answer
 from infra.cli.tools import load_schema
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import InvalidSchema, UsageError
-from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES, ToolSpec
+from domain.taxonomy import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, answer, read_text_file
-from infra.context import Context
-from projections import queries
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from domain.values import ToolSpec
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -67,6 +67,8 @@ def load_schema(path: str | None) -> Any:
 
 
 def tool_spec(args: argparse.Namespace) -> ToolSpec:
+    from domain.values import ToolSpec
+    from pydantic import ValidationError
     try:
         return ToolSpec(source=args.source, group=args.group, tier=args.tier, visibility=args.visibility,
                         family=args.family, plugin=args.plugin, backing_server=args.backing_server,
@@ -97,11 +99,13 @@ def _tool_lines(tool: dict[str, Any]) -> str:
 
 
 def cmd_tool_show(ctx: Context) -> Reply:
+    from projections import queries
     tool = queries.tool_show(ctx.read_model(), ctx.args.id)
     return Reply(tool, [_tool_lines(tool)])
 
 
 def cmd_tool_list(ctx: Context) -> Reply:
+    from projections import queries
     a = ctx.args
     page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor, a.visibility)
     human: list[Any] = [Table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],
@@ -113,6 +117,7 @@ def cmd_tool_list(ctx: Context) -> Reply:
 
 
 def cmd_resolve(ctx: Context) -> Reply:
+    from projections import queries
     found = queries.resolve(ctx.read_model(), ctx.args.id)
     note = " (shim)" if found["shim"] else ""
     return Reply(found, [f"{plain(found['input'])} → {plain(found['canonical_id'])} [{found['lifecycle']}{note}]"])
