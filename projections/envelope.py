@@ -13,10 +13,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.catalog import HistoryRecord
-from projections.canonical import canonical_json
+from projections.canonical import GENESIS_HASH, canonical_json
 
 SCHEMA = "toolcat.event/v1"
-GENESIS_HASH = "0" * 64
 _META_KEYS = frozenset(("timestamp", "originator_topic", "actor", "reason", "idempotency_key", "class_version"))
 
 
