@@ -5,11 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from domain.taxonomy import (GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES, AliasLifecycle, Group, Risk, Source,
-                             Tier, Visibility)
-
-__all__ = ["GROUPS", "RISKS", "SOURCES", "TIERS", "VISIBILITIES", "AliasLifecycle", "Group", "Risk", "Source",
-           "Tier", "Visibility", "ToolSpec", "default_family"]
+from domain.taxonomy import Group, Risk, Source, Tier, Visibility
 
 
 def default_family(tool_id: str, source: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from domain.errors import UsageError
 from domain.mcp_servers import Connection, UnknownMcpServer, check_server_name
-from domain.values import TIERS
+from domain.taxonomy import TIERS
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, Parser, answer
 from infra.context import Context

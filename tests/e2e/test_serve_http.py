@@ -22,7 +22,7 @@ import pytest
 from infra.cli import run
 from infra.reply import REPLY_MEDIA_TYPE
 from domain.commands import WRITES
-from domain.values import SOURCES
+from domain.taxonomy import SOURCES
 from infra.read_routes import READ_ROUTES
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
