@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.catalog import HistoryRecord
-from projections.canonical import GENESIS_HASH, canonical_json
+from projections.canonical import canonical_json
 
 SCHEMA = "toolcat.event/v1"
 _META_KEYS = frozenset(("timestamp", "originator_topic", "actor", "reason", "idempotency_key", "class_version"))
