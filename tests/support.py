@@ -108,16 +108,17 @@ def call_toolcat(*args: str, env: dict[str, str], json_output: bool = True) -> R
             patch.delenv(key)
         for key, value in env.items():
             patch.setenv(key, value)
-        return _answered([*args] + (["--json"] if json_output else []))
+        return answered_here([*args] + (["--json"] if json_output else []))
 
 
 def toolcat_in_process(home: Path, *args: str) -> Run:
     """`toolcat ARGS --home HOME` run in this process (fast), its output captured. The caller sets the
     environment (see `toolcat_environ`)."""
-    return _answered([*args, "--home", str(home)])
+    return answered_here([*args, "--home", str(home)])
 
 
-def _answered(argv: list[str]) -> Run:
+def answered_here(argv: list[str]) -> Run:
+    """`toolcat ARGV` answered in this process, as its environment stands, its output captured."""
     out, err = io.StringIO(), io.StringIO()
     on_sigterm = signal.getsignal(signal.SIGTERM)  # a following command sets its own (infra/signals.py)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from infra.cli import main
-from tests.support import TOOLCAT, Run, ok
+from tests.support import TOOLCAT, ok
 
 REGISTER = ("--source", "builtin", "--group", "core", "--tier", "default", "--visibility", "public")
 
