@@ -7,7 +7,7 @@ from typing import Any
 import duckdb
 
 from consumers.kafka_io import Producer
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from projections.queries import current_effective
 from projections.rows import run
 

@@ -18,7 +18,8 @@ from consumers.prefetch import Prefetcher
 from consumers.streaming import BATCH_EVENTS, BATCH_SECONDS, Parsed, StreamProjector
 from projections.catchup import gc_paused
 from projections.effective.maintenance import FastPaths
-from projections.projector import Projector, Tracking
+from projections.projector import Projector
+from projections.tracking import Tracking
 
 # How long the loop waits for a batch before it counts the topic quiet (settles, checks idleness, stops).
 POLL_SECONDS = 0.5

@@ -17,7 +17,8 @@ from domain.errors import IntegrityFailure
 from projections.envelope import Envelope
 from projections.envelope_json import BadEnvelope, parse_envelope
 from projections.catchup import PAGE_SIZE
-from projections.projector import Projector, Tracking
+from projections.projector import Projector
+from projections.tracking import Tracking
 from projections.rows import insert_columns, run
 
 

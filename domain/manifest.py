@@ -10,7 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.schema_compat import Mode
-from domain.values import Group, Risk, Source, Tier, Visibility, default_family
+from domain.taxonomy import Group, Risk, Source, Tier, Visibility
+from domain.values import default_family
 
 MILESTONES = ("canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission")
 

@@ -8,7 +8,7 @@ from domain.base import Meta
 from domain.errors import UsageError
 from domain.mcp_servers import (Connection, DuplicateMcpServer, Evidence, McpServer, UnknownMcpServer, check_server_name,
                                 mcp_server_key)
-from domain.values import TIERS
+from domain.taxonomy import TIERS
 
 
 def _check_tier(tier: str) -> str:

@@ -17,6 +17,10 @@ from typing import Any
 
 from domain.grammar import ID_MAX, TEXT_MAX, visible
 
+# `mcp sync --check`: the live inventory differs from the catalog (for CI and cron). 0 when it matches;
+# other failures keep their usual codes (3 a rule, 6 a server that cannot be reached).
+DRIFT_EXIT = 10
+
 # The annotation → risk table (first row that holds wins). MCP's own default for a tool without hints is
 # "may be destructive"; ARCH-21's catalog tags such a tool as a safe write, as the issue asked, and an
 # operator who disagrees can change the server's tools by hand.

@@ -11,7 +11,8 @@ from domain.namespace import namespace_of, plugin_owner
 from domain.nodes import check_node_tool, refuse_not_model_facing
 from domain.schema_check import schema_problems
 from domain.tool import Tool
-from domain.values import SOURCES, ToolSpec
+from domain.taxonomy import SOURCES
+from domain.values import ToolSpec
 
 
 class ToolUseCases(CatalogApplication):

@@ -1,22 +1,11 @@
-"""Value objects: the static taxonomy metadata of a tool."""
+"""Value objects: the static taxonomy metadata of a tool (its words are in domain/taxonomy.py)."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Group = Literal["core", "retrieval", "memory", "environment", "node", "orchestration", "extension"]
-Tier = Literal["default", "advanced"]
-Visibility = Literal["public", "internal", "runtime_only"]
-Source = Literal["builtin", "builtin_mcp", "mcp", "plugin", "connector", "image"]
-Risk = Literal["read_only", "safe_create", "safe_update", "destructive_update", "destructive_delete"]
-AliasLifecycle = Literal["alias", "deprecated", "retired"]
-
-GROUPS: tuple[str, ...] = Group.__args__  # type: ignore[attr-defined]
-TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
-VISIBILITIES: tuple[str, ...] = Visibility.__args__  # type: ignore[attr-defined]
-SOURCES: tuple[str, ...] = Source.__args__  # type: ignore[attr-defined]
-RISKS: tuple[str, ...] = Risk.__args__  # type: ignore[attr-defined]
+from domain.taxonomy import Group, Risk, Source, Tier, Visibility
 
 
 def default_family(tool_id: str, source: str) -> str:

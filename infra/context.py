@@ -12,17 +12,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
-from domain.base import Meta
-from domain.catalog import Catalog
 from domain.errors import Conflict, UsageError
 from infra.freshness import Freshness, existing_read_model, fresh_read_model
 from infra.progress import reporting
 from infra.replica import refuse_writes_to_replica
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
-from projections.queries import events_of_key
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a read answered from a current read model never builds the catalog (its domain)
+    from domain.base import Meta
+    from domain.catalog import Catalog
     from infra.remote import ServerClient
 
 
@@ -98,6 +97,7 @@ class Context:
                            server=self.server.url)
 
     def meta(self) -> Meta:
+        from domain.base import Meta
         return Meta(actor=getattr(self.args, "actor", None) or self.settings.default_actor(),
                     reason=getattr(self.args, "reason", None),
                     idempotency_key=getattr(self.args, "idempotency_key", None))
@@ -141,6 +141,7 @@ class Context:
 
     def events_of_key(self, key: str) -> list[dict[str, Any]]:
         """The events a write recorded under an idempotency key (from the server when one runs)."""
+        from projections.queries import events_of_key
         if self.server is not None:
             return self.server.events_of_key(key)
         return events_of_key(self.read_model(), key)

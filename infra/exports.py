@@ -10,14 +10,14 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import UsageError
-from projections.rows import run, scalar
 
-Writer = Callable[[duckdb.DuckDBPyConnection, Path], dict[str, Any]]
+if TYPE_CHECKING:  # the command line lists the formats without loading DuckDB (`toolcat --help`)
+    import duckdb
+
+Writer = Callable[["duckdb.DuckDBPyConnection", Path], dict[str, Any]]
 
 # Parquet as every reader reads it: format version 1 with Snappy, DuckDB's defaults today, written out so
 # that a change of DuckDB's defaults never leaves pandas, Polars, Spark or an older DuckDB behind.
@@ -34,6 +34,7 @@ def _identifier(name: str) -> str:
 
 def relations(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
     """The read model's tables and views, by name."""
+    from projections.rows import run
     tables = [r[0] for r in run(con, "SELECT table_name FROM duckdb_tables() WHERE database_name = "
                                      "current_database() AND NOT temporary ORDER BY table_name")]
     views = [r[0] for r in run(con, "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
@@ -42,6 +43,7 @@ def relations(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
 
 
 def _json_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
+    from projections.rows import run
     return [r[0] for r in run(con, "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
                                    "AND table_name = ? AND data_type = 'JSON' ORDER BY column_index", [relation])]
 
@@ -49,6 +51,7 @@ def _json_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
 def _copy_to_parquet(con: duckdb.DuckDBPyConnection, relation: str, path: Path) -> None:
     """One relation as one Parquet file, its JSON columns as text: Parquet's JSON annotation is recent, and
     older readers (pyarrow before 19, hence pandas) would see bytes; DuckDB reads the text back as JSON."""
+    from projections.rows import run
     as_text = ", ".join(f"{_identifier(c)}::VARCHAR AS {_identifier(c)}" for c in _json_columns(con, relation))
     columns = f"* REPLACE ({as_text})" if as_text else "*"
     run(con, f"COPY (SELECT {columns} FROM {_identifier(relation)}) TO {_literal(path)} ({PARQUET_OPTIONS})")
@@ -59,6 +62,7 @@ def export_parquet(con: duckdb.DuckDBPyConnection, directory: Path) -> dict[str,
     (DuckDB's EXPORT DATABASE writes it and the tables' files), `load.sql` fills the tables from the files
     beside it (DuckDB's `IMPORT DATABASE 'DIR'` runs both). A view's file holds its rows at the time of the
     export, for readers that cannot run SQL."""
+    from projections.rows import run
     tables, views = relations(con)
     run(con, f"EXPORT DATABASE {_literal(directory)} ({PARQUET_OPTIONS})")
     for relation in [t for t in tables if _json_columns(con, t)] + views:
@@ -71,6 +75,7 @@ def export_parquet(con: duckdb.DuckDBPyConnection, directory: Path) -> dict[str,
 
 
 def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
+    from projections.rows import scalar
     return scalar(con, f"SELECT count(*) FROM {_identifier(relation)}")
 
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
 
-from domain.catalog import Catalog
 from domain.errors import Unavailable
 from infra.settings import Settings
-from infra.wiring import open_read_model
-from projections.catchup import catch_up
-from projections.effective.maintenance import valid_through
-from projections.projector import Projector, Tracking, read_tracking
+from infra.wiring import open_read_model, store_head
+from projections.tracking import Tracking, read_state, read_tracking
+
+if TYPE_CHECKING:  # a read whose read model is current loads neither the domain nor the projector
+    from domain.catalog import Catalog
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,11 @@ def fresh_read_model(settings: Settings, catalog: Callable[[], Catalog], freshne
     """A connection to a read model as fresh as asked; `catalog` is called only when the store is needed;
     `progress` hears of each batch a catch-up applies."""
     wanted = freshness.min_position
-    con = _current_read_only(settings, catalog, wanted)
+    con = _current_read_only(settings, wanted)
     if con is not None:
         return con
+    from projections.catchup import catch_up  # only a read model that is behind needs the projector
+    from projections.projector import Projector
     con = open_read_model(settings)
     try:
         if wanted is None or read_tracking(con).position < wanted:
@@ -65,8 +68,7 @@ def existing_read_model(settings: Settings) -> duckdb.DuckDBPyConnection | None:
     return con
 
 
-def _current_read_only(settings: Settings, catalog: Callable[[], Catalog], wanted: int | None
-                       ) -> duckdb.DuckDBPyConnection | None:
+def _current_read_only(settings: Settings, wanted: int | None) -> duckdb.DuckDBPyConnection | None:
     """The read model opened read-only when it already holds what is wanted, else None."""
     if not settings.read_model_path.exists():
         return None
@@ -76,8 +78,9 @@ def _current_read_only(settings: Settings, catalog: Callable[[], Catalog], wante
         return None
     try:
         # Sets still to refresh (a catch-up that crashed) make the model behind: the write path repairs it.
-        reached = min(read_tracking(con).position, valid_through(con))
-        target = wanted if wanted is not None else (catalog().recorder.max_notification_id() or 0)
+        tracking, valid_through = read_state(con)
+        reached = min(tracking.position, valid_through)
+        target = wanted if wanted is not None else store_head(settings)
     except duckdb.Error:  # not migrated yet
         reached, target = -1, 0
     if reached >= target:
@@ -88,6 +91,8 @@ def _current_read_only(settings: Settings, catalog: Callable[[], Catalog], wante
 
 def _wait_for(con: duckdb.DuckDBPyConnection, catalog: Callable[[], Catalog], wanted: int, timeout: float
               ) -> None:
+    from projections.catchup import catch_up
+    from projections.projector import Projector
     deadline = time.monotonic() + timeout
     while (reached := read_tracking(con).position) < wanted:
         if time.monotonic() > deadline:

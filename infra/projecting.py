@@ -20,7 +20,8 @@ from infra.settings import Settings
 from infra.wiring import open_read_model
 from projections.catchup import catch_up
 from projections.effective.maintenance import FastPaths
-from projections.projector import Projector, Tracking
+from projections.projector import Projector
+from projections.tracking import Tracking
 
 Progress = Callable[[Tracking], None] | None
 ShouldStop = Callable[[], bool]

@@ -21,7 +21,7 @@ from domain.manifest import Manifest
 from domain.plan_diff import DESTRUCTIVE, Planned, plan_commands
 from infra.context import Context
 from projections.manifest_export import current_manifest
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from projections.rows import scalar
 from projections.scratch import predicted_effects
 

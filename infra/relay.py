@@ -22,7 +22,7 @@ from domain.errors import Conflict, Unavailable
 from infra.kafka_clients import is_broker_error
 from infra.progress import Reached
 from projections.catchup import history_reader
-from projections.envelope import GENESIS_HASH
+from projections.canonical import GENESIS_HASH
 from projections.envelope_bytes import Published, publish_all
 
 Notify = Callable[[str], None]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.catalog import WriteResult
+if TYPE_CHECKING:  # the command line imports this module before it knows whether a write runs
+    from domain.catalog import WriteResult
 
 
 @dataclass(frozen=True)

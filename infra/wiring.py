@@ -5,20 +5,23 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 import duckdb
-from eventsourcing.application import Application
 
-from domain.application import AggregateReads, StoreReads
-from domain.catalog import Catalog
 from domain.errors import ToolcatError, Unavailable, UsageError
-from infra.aggregate_cache import AggregateCache
-from infra.held_transaction import GROUP_COMMIT_PERSISTENCE
 from infra.settings import Settings, scrub, url_passwords
 from projections.connection import connect
 from projections.migrate import migrate
+
+if TYPE_CHECKING:  # the domain is imported by what opens the catalog, not by every read (store_head)
+    from eventsourcing.application import Application
+
+    from domain.application import AggregateReads
+    from domain.catalog import Catalog
+
+Opened = TypeVar("Opened")
 
 
 def store_env(settings: Settings) -> dict[str, str]:
@@ -62,6 +65,10 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
     a few quick retries settle it. `cached_aggregates`: keep up to that many aggregates in memory
     (eventsourcing's aggregate cache) for a long-running process that writes many times, a server, whose
     SQLite store then takes a held transaction (its writer's group commit, infra/held_transaction.py)."""
+    from domain.application import StoreReads
+    from domain.catalog import Catalog
+    from infra.aggregate_cache import AggregateCache
+    from infra.held_transaction import GROUP_COMMIT_PERSISTENCE
     env = store_env(settings)
     reads: Callable[[Application[uuid.UUID]], AggregateReads] = StoreReads
     if cached_aggregates:
@@ -72,9 +79,27 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
         if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
             # A server's writer commits the commands that queued together in one transaction.
             env["PERSISTENCE_MODULE"] = GROUP_COMMIT_PERSISTENCE
+    return _opened(settings, lambda: Catalog(env=env, reads=reads), attempts)
+
+
+def store_head(settings: Settings, attempts: int = 6) -> int:
+    """The store's last position (0: none yet), read through eventsourcing's recorder alone: a read that
+    finds its read model current answers without building the Catalog application (its domain model and
+    aggregates), as `open_catalog(settings).recorder.max_notification_id()` would."""
+    from eventsourcing.persistence import InfrastructureFactory
+    env = store_env(settings)
+    factory = _opened(settings, lambda: InfrastructureFactory.construct(env), attempts)
+    try:
+        return _opened(settings, factory.application_recorder, attempts).max_notification_id() or 0
+    finally:
+        factory.close()
+
+
+def _opened(settings: Settings, open_it: Callable[[], Opened], attempts: int) -> Opened:
+    """What `open_it` opens, retried a few times (see `open_catalog`); Unavailable when it never opens."""
     for attempt in range(attempts):
         try:
-            return Catalog(env=env, reads=reads)
+            return open_it()
         except Exception as error:  # the driver's own errors differ per store; all mean "cannot open it"
             if attempt == attempts - 1:
                 # The driver's message may repeat the URL: scrubbed, and the original not chained.

@@ -18,6 +18,9 @@ from typing import Any
 
 import orjson
 
+# The `prev_hash` of the first event: the hash chain starts here.
+GENESIS_HASH = "0" * 64
+
 # Cheap byte searches first, for "e-" and "0.0000" (a UUID often holds "e-"); then whether it is a number
 # that diverges (it follows `:`, `,` or `[`); a match inside a string only costs a fallback.
 _DIVERGENT = re.compile(rb"[:,\[]-?(?:[0-9]+(?:\.[0-9]+)?e-|0\.0000)")

@@ -9,7 +9,8 @@ from domain.catalog import Catalog, HistoryRecord
 from projections.ahead import read_ahead
 from projections.envelope import chain_all
 from projections.heap import release_free_memory
-from projections.projector import Page, Projector, Tracking, event_rows, upcast_all
+from projections.projector import Page, Projector, event_rows, upcast_all
+from projections.tracking import Tracking
 from projections.stored_rows import read_rows
 
 Reader = Callable[[int, int], list[HistoryRecord]]

@@ -16,7 +16,6 @@ from domain.catalog import HistoryRecord
 from projections.canonical import canonical_json
 
 SCHEMA = "toolcat.event/v1"
-GENESIS_HASH = "0" * 64
 _META_KEYS = frozenset(("timestamp", "originator_topic", "actor", "reason", "idempotency_key", "class_version"))
 
 

@@ -18,7 +18,7 @@ from projections.effective.maintenance import valid_through
 from projections.effective.rebuild import NOW, materialized_differences
 from projections.rows import scalar
 from projections.sqlfiles import query
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
 
 _UP_TO = "position <= $at"

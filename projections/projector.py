@@ -17,7 +17,7 @@ import pyarrow as pa
 from domain.errors import IntegrityFailure
 from domain.registry import upcast
 from projections.catalog_part import CatalogPart, Handler, ignore, when
-from projections.envelope import GENESIS_HASH, Envelope
+from projections.envelope import Envelope
 from projections.rows import FEW_ROWS, insert_columns, run
 from projections.effective.dirty import BatchDirty, DirtyPart
 from projections.effective.maintenance import FastPaths, Maintenance, is_settled
@@ -25,8 +25,7 @@ from projections.subjects_part import SubjectsPart
 from projections.routing_part import RoutingPart
 from projections.proposals_part import ProposalsPart
 from projections.mcp_part import McpPart
-
-PROJECTION = "catalog"
+from projections.tracking import PROJECTION, Tracking, read_state
 
 
 class Part(Protocol):
@@ -48,25 +47,6 @@ class Page:
     events: pa.Table | dict[str, list[Any]]
     data: list[dict[str, Any]]  # each envelope's data upcast to its current class version
     last: bool = True
-
-
-@dataclass(frozen=True)
-class Tracking:
-    position: int
-    hash: str
-    events: int
-
-
-def read_tracking(con: duckdb.DuckDBPyConnection) -> Tracking:
-    return _read_state(con)[0]
-
-
-def _read_state(con: duckdb.DuckDBPyConnection) -> tuple[Tracking, int]:
-    """The tracking row and the position the effective sets are valid through (effective/maintenance.py)."""
-    position, head, events, valid = run(con, """
-        SELECT t.position, t.hash, t.events, (SELECT coalesce(max(position), 0) FROM effective_valid)
-        FROM (SELECT 1) LEFT JOIN tracking t ON t.projection = ?""", [PROJECTION])[0]
-    return (Tracking(position, head, events) if position is not None else Tracking(0, GENESIS_HASH, 0)), valid
 
 
 def check_chain(envelopes: list[Envelope], tracking: Tracking, chained_here: bool = False) -> None:
@@ -122,7 +102,7 @@ class Projector:
 
     def _known(self) -> tuple[Tracking, int]:
         if self._state is None:
-            self._state = _read_state(self.con)
+            self._state = read_state(self.con)
         return self._state
 
     def apply(self, envelopes: list[Envelope],

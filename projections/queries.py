@@ -11,7 +11,7 @@ import orjson
 from domain.errors import RetiredAlias, Unavailable, UnknownTool, UsageError
 from domain.grammar import check_id_text
 from domain.window import REMOVAL_STEPS, earliest_removal
-from projections.projector import PROJECTION
+from projections.tracking import PROJECTION
 from projections.rows import run, scalar, select_rows
 from projections.schema import AS_OF
 from projections.sqlfiles import query

@@ -13,7 +13,8 @@ from projections.catchup import PAGE_SIZE, catch_up
 from projections.connection import connect
 from projections.fingerprint import fingerprint
 from projections.migrate import migrate
-from projections.projector import Projector, Tracking, read_tracking
+from projections.projector import Projector
+from projections.tracking import Tracking, read_tracking
 
 
 def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None = None,

@@ -14,7 +14,7 @@ from domain.routing import RouteRule, ToolFacts, decide
 from domain.secret_refs import check_allowed
 from domain.subjects import parse_subject
 from projections.effective.reads import INFINITY
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from projections.rows import run, select_rows
 from projections.schema import AS_OF
 from projections.sqlfiles import query

@@ -12,7 +12,8 @@ from projections.connection import connect
 from projections.envelope import chain_all
 from projections.effective.reads import effective_rows, subjects_at
 from projections.migrate import migrate
-from projections.projector import Projector, read_tracking
+from projections.projector import Projector
+from projections.tracking import read_tracking
 from projections.rows import run
 
 # The fields of an effective row whose change a plan reports (besides a tool gained or lost).

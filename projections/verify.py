@@ -16,7 +16,8 @@ import duckdb
 from domain.catalog import Catalog
 from domain.errors import IntegrityFailure, UsageError
 from projections.catchup import history_reader
-from projections.envelope import GENESIS_HASH, Envelope, chain_all
+from projections.canonical import GENESIS_HASH
+from projections.envelope import Envelope, chain_all
 from projections.rows import scalar
 
 PAGE = 5000

@@ -17,7 +17,8 @@ from domain.history import HistoryRecord
 from domain.naming import NamingPolicy
 from projections.connection import connect
 from projections.effective.reads import effective_rows, subjects_at
-from projections.envelope import GENESIS_HASH, chain_all
+from projections.canonical import GENESIS_HASH
+from projections.envelope import chain_all
 from projections.migrate import migrate
 from projections.projector import Projector
 from projections.scratch import set_changes

@@ -16,7 +16,7 @@ from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
 from tests.browser import chromium
 from tests.services import Choice, choose, postgres_problem, running_kafka, running_postgres
-from tests.support import Run, run_toolcat, toolcat_env
+from tests.support import Run, call_toolcat, run_toolcat, toolcat_env
 
 
 @functools.cache
@@ -129,7 +129,20 @@ def sqlite_read_model(sqlite_settings: Settings, opened: Callable[..., Any]) -> 
 
 @pytest.fixture
 def toolcat(home: Path) -> Any:
-    """Run the installed `toolcat` as a user would, in a throw-away home; `--json` is added."""
+    """Run `toolcat` in this process, in a throw-away home, with the environment the installed command
+    would get (`call_toolcat`); `--json` is added. `installed_toolcat` runs the console script itself."""
+    def run(*args: str, json_output: bool = True, env: dict[str, str] | None = None,
+            timeout: float = 60) -> Run:
+        del timeout  # pytest-timeout bounds a command answered in this process
+        full_env = toolcat_env("e2e", {"TOOLCAT_HOME": str(home)}, env)
+        return call_toolcat(*args, env=full_env, json_output=json_output)
+    return run
+
+
+@pytest.fixture
+def installed_toolcat(home: Path) -> Any:
+    """Run the installed `toolcat` as a user would, in a subprocess and a throw-away home; `--json` is
+    added. For the stories of the console script itself and of long-running commands."""
     def run(*args: str, json_output: bool = True, env: dict[str, str] | None = None,
             timeout: float = 60) -> Run:
         full_env = toolcat_env("e2e", {"TOOLCAT_HOME": str(home)}, env)

@@ -13,15 +13,13 @@ from pydantic import BeforeValidator, Field, model_validator
 from domain.commands.base import CatalogCommand, Command
 from domain.errors import UsageError
 from domain.mcp_servers import Connection, Evidence, check_server_name
+from domain.mcp_tools import DRIFT_EXIT
 from domain.values import Tier
 
 if TYPE_CHECKING:
     from domain.base import Meta
     from domain.catalog import Catalog, WriteResult
 
-# `mcp sync --check`: the live inventory differs from the catalog (for CI and cron). 0 when it matches;
-# other failures keep their usual codes (3 a rule, 6 a server that cannot be reached).
-DRIFT_EXIT = 10
 
 
 def _pairs(option: str) -> BeforeValidator:

@@ -8,7 +8,8 @@ from pydantic import BeforeValidator, Field, ValidationError
 
 from domain.commands.base import CatalogCommand
 from domain.errors import UsageError
-from domain.values import Group, Risk, Source, Tier, ToolSpec, Visibility
+from domain.taxonomy import Group, Risk, Source, Tier, Visibility
+from domain.values import ToolSpec
 
 if TYPE_CHECKING:
     from domain.base import Meta

@@ -1,5 +1,9 @@
 """The `toolcat` command line (CONTRACT.md): one module per command group registers its commands;
-`run` answers a command with its `Reply`, `main` prints it and turns errors into exit codes."""
+`run` answers a command with its `Reply`, `main` prints it and turns errors into exit codes.
+
+The command line answers at once: registering the commands imports no store, read model, HTTP stack or
+Kafka client (command modules import those inside their handlers), so `toolcat --help` costs Python's
+start and argparse, and a command loads only what it runs. tests/e2e/test_cli_imports.py holds that."""
 from __future__ import annotations
 
 import argparse
@@ -19,12 +23,11 @@ from infra.cli import schemas
 from infra.cli import mcp
 from infra.cli.output import Reply
 from infra.cli.registry import ArgumentsError, Commands, Parser, arguments_of
-from infra.context import Backend, Context
-from infra.settings import Settings, load_settings, scrub
-from infra.wiring import infrastructure_error
 
 if TYPE_CHECKING:
     from domain.commands import CatalogCommand
+    from infra.context import Backend
+    from infra.settings import Settings
 
 # In the order `toolcat --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
@@ -44,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    from infra.settings import load_settings
     settings = base or load_settings()
     home = getattr(args, "home", None)
     return settings.model_copy(update={"home": type(settings.home)(home)}) if home else settings
@@ -51,6 +55,7 @@ def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Sett
 
 def execute(args: argparse.Namespace, settings: Settings | None, backend: Backend | None = None) -> Reply:
     """Answer a parsed command with its reply (on `backend`'s catalog and read model when given)."""
+    from infra.context import Context
     ctx = Context(settings_for(args, settings), args, backend)
     try:
         # While a server owns this home's read model, reads are its to answer (but those that run here:
@@ -124,6 +129,8 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
 
 
 def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
+    from infra.settings import scrub
+    from infra.wiring import infrastructure_error
     as_json, kind = bool(getattr(args, "json", False)), args.kind
     try:
         resolved = settings_for(args, settings)

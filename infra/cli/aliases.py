@@ -1,11 +1,14 @@
 """`toolcat alias …`: aliases and shims, deprecation windows and the removal path."""
 from __future__ import annotations
 
-from domain.commands import aliases
+from typing import TYPE_CHECKING
+
 from domain.window import CONFIRMATION_STEPS, MILESTONES, RECORDABLE_STEPS, REMOVAL_STEPS
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, write
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -38,20 +41,25 @@ def register(commands: Commands) -> None:
 
 
 def cmd_alias_add(ctx: Context) -> Reply:
+    from domain.commands import aliases
     return write(ctx, aliases.AliasAdd)
 
 
 def cmd_alias_deprecate(ctx: Context) -> Reply:
+    from domain.commands import aliases
     return write(ctx, aliases.AliasDeprecate)
 
 
 def cmd_alias_milestone(ctx: Context) -> Reply:
+    from domain.commands import aliases
     return write(ctx, aliases.AliasMilestone)
 
 
 def cmd_alias_step(ctx: Context) -> Reply:
+    from domain.commands import aliases
     return write(ctx, aliases.AliasStep)
 
 
 def cmd_alias_retire(ctx: Context) -> Reply:
+    from domain.commands import aliases
     return write(ctx, aliases.AliasRetire)

@@ -3,20 +3,17 @@ aliases (alias, report)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.commands.proposals import AuditSeal
 from domain.errors import IntegrityFailure, UsageError
 from domain.window import REMOVAL_STEPS
 from infra.hints import command
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, write
-from infra.context import Context
-from infra.reading import altered, report_document, report_text
 from infra.progress import reporting
-from projections import queries
-from projections.projector import Projector
-from projections.verify import UNVERIFIED
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 # `audit verify` found nothing wrong but had nothing to compare the chain with (no read model with
 # recorded hashes, no seal, no --expect-head): not an ok, and not an integrity failure (exit 5) either.
@@ -55,6 +52,7 @@ def register(commands: Commands) -> None:
 
 def describe_verification(report: dict[str, Any], home: str | None = None) -> list[str]:
     """The verdict, then one line per thing the chain was compared with."""
+    from projections.verify import UNVERIFIED
     chain = f"{report['events']} events up to position {report['position']}, head {report['head']}"
     if report["verdict"] == UNVERIFIED:
         lines = [f"unverified: nothing to compare against. The chain ({chain}) agrees with itself, but no read "
@@ -78,6 +76,7 @@ def describe_verification(report: dict[str, Any], home: str | None = None) -> li
 
 
 def cmd_audit_verify(ctx: Context) -> Reply:
+    from projections.verify import UNVERIFIED
     from infra.writing import home_given, verified  # (shared with `audit seal`)
     report = verified(ctx, ctx.args.expect_head)
     return Reply(report, ["\n".join(describe_verification(report, home_given(ctx)))],
@@ -85,6 +84,7 @@ def cmd_audit_verify(ctx: Context) -> Reply:
 
 
 def cmd_audit_alias(ctx: Context) -> Reply:
+    from projections import queries
     report = queries.audit_alias(ctx.read_model(), ctx.args.alias)
     window = report["window"]
     recorded = {s["step"]: s for s in report["steps"]}
@@ -102,6 +102,7 @@ def cmd_audit_alias(ctx: Context) -> Reply:
 
 
 def cmd_audit_seal(ctx: Context) -> Reply:
+    from domain.commands.proposals import AuditSeal
     return write(ctx, AuditSeal)
 
 
@@ -123,6 +124,7 @@ def cmd_audit_replay(ctx: Context) -> Reply:
 
 
 def cmd_audit_fingerprint(ctx: Context) -> Reply:
+    from projections.projector import Projector
     from projections.fingerprint import fingerprint
     con = ctx.read_model()
     head = Projector(con).tracking().position
@@ -135,6 +137,7 @@ def cmd_audit_fingerprint(ctx: Context) -> Reply:
 
 def integrity(ctx: Context) -> dict[str, Any]:
     """The report's integrity section: `audit verify`'s answer, or what it found altered."""
+    from infra.reading import altered
     from infra.writing import verified
     try:
         return verified(ctx)
@@ -144,6 +147,7 @@ def integrity(ctx: Context) -> dict[str, Any]:
 
 def report_reply(report: dict[str, Any], form: str, output: str) -> Reply:
     """Write the report to `output` ('-': stdout); the reply says where and how much it holds."""
+    from infra.reading import report_text
     checked = report.get("integrity") or {}
     exit_code = 5 if checked.get("verdict") == "altered" else 0
     text = report_text(report, form)
@@ -164,6 +168,7 @@ def report_reply(report: dict[str, Any], form: str, output: str) -> Reply:
 
 def cmd_audit_report(ctx: Context) -> Reply:
     """Written here, where the command runs; computed by the server that owns the read model, when one runs."""
+    from infra.reading import report_document
     a = ctx.args
     if ctx.server is not None:
         return report_reply(ctx.server.document("audit report", {"alias": a.alias, "format": "json"}), a.format,

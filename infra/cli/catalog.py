@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.commands import catalog
 from domain.errors import InvalidPolicy
-from domain.naming import PRESETS, NamingPolicy, policy_from_json, preset
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, read_text_file, write
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from domain.naming import NamingPolicy
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -27,11 +28,13 @@ def register(commands: Commands) -> None:
 
 def load_policy(name: str) -> NamingPolicy:
     """A `--policy` value: a preset's name, or a JSON policy file."""
+    from domain.naming import PRESETS, policy_from_json, preset
     return preset(name) if name in PRESETS else policy_from_json(read_text_file(name, "the policy file"))
 
 
 def policy_document(name: str) -> str | dict[str, Any]:
     """A `--policy` value as `init` takes it: a preset's name, or the policy a JSON file holds."""
+    from domain.naming import PRESETS
     if name in PRESETS:
         return name
     text = read_text_file(name, "the policy file")
@@ -45,12 +48,15 @@ def policy_document(name: str) -> str | dict[str, Any]:
 
 
 def cmd_init(ctx: Context) -> Reply:
+    from domain.commands import catalog
     return write(ctx, catalog.Init, policy=policy_document(ctx.args.policy))
 
 
 def cmd_release_publish(ctx: Context) -> Reply:
+    from domain.commands import catalog
     return write(ctx, catalog.ReleasePublish)
 
 
 def cmd_release_plan(ctx: Context) -> Reply:
+    from domain.commands import catalog
     return write(ctx, catalog.ReleasePlan)

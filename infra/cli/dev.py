@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from domain.errors import UsageError
 from infra.hints import command
 from infra.cli.output import Reply, notices, print_text, stdout_kept_for_the_answer
 from infra.cli.registry import Commands
-from infra.context import Context
 from infra.signals import StopFlag
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:

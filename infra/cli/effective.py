@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import UnknownSubject, UsageError
 from domain.subjects import parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands
-from infra.context import Context
-from infra.reading import current_document
-from projections import queries
-from projections.effective.reads import INFINITY, effective_rows, explanation
-from projections.projector import read_tracking
-from projections.routing import with_classes
 from projections.schema import EFFECTIVE_FIELDS
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -45,6 +42,8 @@ def moment_options(parser: argparse.ArgumentParser, effective_at: bool = True) -
 
 def moment(ctx: Context) -> int | None:
     """The position asked for by --at or --as-of, or None for now."""
+    from projections.tracking import read_tracking
+    from projections import queries
     a = ctx.args
     if a.at is not None and a.as_of is not None:
         raise UsageError("give --at or --as-of, not both")
@@ -75,6 +74,7 @@ def stamped(ctx: Context, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
+    from projections import queries
     kind, name = parse_subject(ctx.args.subject)
     if not queries.subject_exists(ctx.read_model(), kind, name, at):
         when = "" if at is None else f" at position {at}"
@@ -83,6 +83,10 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
 
 
 def cmd_effective(ctx: Context) -> Reply:
+    from projections.routing import with_classes
+    from projections.tracking import read_tracking
+    from projections.effective.reads import INFINITY, effective_rows
+    from infra.reading import current_document
     at = moment(ctx)
     effective_at = parse_effective_at(ctx.args.effective_at)
     if at is None and effective_at is None:
@@ -108,6 +112,8 @@ def cmd_effective(ctx: Context) -> Reply:
 
 
 def cmd_explain(ctx: Context) -> Reply:
+    from projections.effective.reads import INFINITY, explanation
+    from projections import queries
     at = moment(ctx)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()

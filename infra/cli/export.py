@@ -8,16 +8,16 @@ as the store, or asks the server for one; without a server it reads `catalog.duc
 from __future__ import annotations
 
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from domain.errors import UsageError
 from infra.cli.output import Reply
 from infra.cli.registry import Commands
-from infra.context import Context
 from infra.exports import FORMATS, write_export
-from projections.manifest_export import current_manifest
-from projections.projector import read_tracking
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    import duckdb
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -33,6 +33,8 @@ def register(commands: Commands) -> None:
 
 def _export_manifest(ctx: Context) -> Reply:
     """The catalog as a manifest; `plan` of this very file answers an empty plan."""
+    from projections.manifest_export import current_manifest
+    from projections.tracking import read_tracking
     from infra.manifests import manifest_yaml  # PyYAML only when a manifest is written
     own = _fresh_snapshot(ctx)
     con = own or ctx.read_model()
@@ -59,6 +61,7 @@ def _fresh_snapshot(ctx: Context) -> duckdb.DuckDBPyConnection | None:
 
 
 def cmd_export(ctx: Context) -> Reply:
+    from projections.tracking import read_tracking
     if ctx.args.format == "manifest":
         return _export_manifest(ctx)
     target = ctx.args.output or ctx.args.directory

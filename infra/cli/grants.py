@@ -1,10 +1,13 @@
 """`toolcat grant add|revoke`: explicit grants of a tool or `ns.*` to a unit or an agent."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from infra.cli.output import Reply
-from domain.commands import subjects
 from infra.cli.registry import Commands, effective_at_option, write
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -17,8 +20,10 @@ def register(commands: Commands) -> None:
 
 
 def cmd_grant_add(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.GrantAdd)
 
 
 def cmd_grant_revoke(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.GrantRevoke)

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.commands import mcp
-from domain.commands.mcp import DRIFT_EXIT
-from domain.errors import UsageError
-from domain.mcp_servers import UnknownMcpServer, check_server_name
-from domain.values import TIERS
+from domain.mcp_tools import DRIFT_EXIT
+from domain.taxonomy import TIERS
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, Parser, read_text_file, write
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -64,14 +63,17 @@ def _connection_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_add(ctx: Context) -> Reply:
+    from domain.commands import mcp
     return write(ctx, mcp.McpServerAdd)
 
 
 def cmd_change(ctx: Context) -> Reply:
+    from domain.commands import mcp
     return write(ctx, mcp.McpServerChange)
 
 
 def cmd_remove(ctx: Context) -> Reply:
+    from domain.commands import mcp
     return write(ctx, mcp.McpServerRemove)
 
 
@@ -99,6 +101,7 @@ def _reach(row: dict[str, Any]) -> str:
 
 
 def cmd_show(ctx: Context) -> Reply:
+    from domain.mcp_servers import UnknownMcpServer, check_server_name
     name = check_server_name(ctx.args.name)
     rows = _rows(ctx, name)
     if not rows:
@@ -127,9 +130,12 @@ def cmd_record(ctx: Context) -> Reply:
     try:
         evidence = json.loads(read_text_file(path, "the evidence"))
     except ValueError as error:
+        from domain.errors import UsageError
         raise UsageError(f"{path} is not JSON: {error}", path=path) from None
+    from domain.commands import mcp
     return write(ctx, mcp.McpRecord, evidence=evidence)
 
 
 def cmd_sync(ctx: Context) -> Reply:
+    from domain.commands import mcp
     return write(ctx, mcp.McpSync)

@@ -18,16 +18,16 @@ import sys
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import ToolcatError
 from domain.grammar import visible
 from infra.cli.tables import cell_text, fitted_table
 # The reply is both entry points'; the command line prints it (handlers import it from here or there).
 from infra.reply import AS_JSON, Block, Reply, Table  # noqa: F401
-from infra.settings import scrub
+
+if TYPE_CHECKING:  # the CLI imports what a command needs when it runs (rich only to print a table)
+    from rich.console import Console
 
 
 def show(reply: Reply, as_json: bool) -> None:
@@ -58,6 +58,7 @@ def print_text(text: str) -> None:
 
 def print_table(table: Table, console: Console | None = None) -> None:
     """On a terminal, fitted to its width; to a pipe or file, as wide as the values need (nothing cut)."""
+    from rich.console import Console
     console = console or Console(soft_wrap=False)
     if console.is_terminal:
         console.print(fitted_table(table, console.width)[0])
@@ -120,6 +121,7 @@ def print_error(error: ToolcatError, as_json: bool, kind: str | None = None, sec
         text = json.dumps(document, default=str)  # ensure_ascii: see print_json
     else:
         text = f"toolcat: error: {visible(message, multiline=True)} [{error.code}]"
+    from infra.settings import scrub
     sys.stderr.write(scrub(text, secrets) + "\n")
 
 

@@ -6,21 +6,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.subjects import parse_subject
-from infra import kafka_clients
 from infra.cli.output import Reply, notices, plain, print_text
 from infra.cli.registry import Commands
-from infra.context import Context
 from infra.progress import reporting
-from infra.replica import mark_replica
-from infra.projecting import project_kafka, project_store
-from infra.relay import Relay, RelayLock, RelayState, chain_head
 from infra.signals import StopFlag
-from infra.wiring import open_read_model
-from projections.catchup import catch_up
-from projections.projector import Projector
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -57,6 +51,10 @@ def follower_progress(ctx: Context, what: str, head: Callable[[], int | None]) -
 
 
 def cmd_project(ctx: Context) -> Reply:
+    from infra.projecting import project_kafka, project_store
+    from infra.replica import mark_replica
+    from infra.wiring import open_read_model
+    from projections.projector import Projector
     ctx.refuse_if_served("project with another process")
     a, stop = ctx.args, StopFlag()
     head = store_head(ctx) if a.source == "store" else (lambda: None)  # Kafka: positions only
@@ -77,6 +75,9 @@ def cmd_project(ctx: Context) -> Reply:
 
 def cmd_rebuild(ctx: Context) -> Reply:
     """Build a fresh read model beside the live one, then swap it in with one atomic rename."""
+    from infra.wiring import open_read_model
+    from projections.catchup import catch_up
+    from projections.projector import Projector
     ctx.refuse_if_served("rebuild it")
     live = ctx.settings.read_model_path
     fresh = live.with_name(live.name + ".rebuild")
@@ -96,6 +97,8 @@ def cmd_rebuild(ctx: Context) -> Reply:
 
 
 def cmd_relay(ctx: Context) -> Reply:
+    from infra import kafka_clients
+    from infra.relay import Relay, RelayLock, RelayState, chain_head
     settings, stop = ctx.settings, StopFlag()
     settings.home.mkdir(parents=True, exist_ok=True)
     state = RelayState(settings.home / f"relay-{settings.kafka_events_topic}.json")
@@ -129,6 +132,7 @@ def watched_subject(ctx: Context) -> str:
     """The subject to watch, refused when malformed (usage) or, where this home holds the event store,
     unknown to it (unknown_subject). The store is asked, not the read model, which a running projector may
     hold locked; a downstream service without a store reads the topic alone and cannot tell."""
+    from domain.subjects import parse_subject
     kind, name = parse_subject(ctx.args.subject)
     if ctx.settings.event_store_url or ctx.settings.event_store_path.exists():
         ctx.catalog.subject(ctx.args.subject)  # raises UnknownSubject
@@ -138,6 +142,7 @@ def watched_subject(ctx: Context) -> str:
 def cmd_watch(ctx: Context) -> Reply:
     """Prints each change as it comes: a line per changed tool for people; with --json one JSON line per
     change of the set ({"subject", "position", "changes"}), flushed at once, and nothing at the end."""
+    from infra import kafka_clients
     from consumers.watch import watch
     settings, stop, subject = ctx.settings, StopFlag(), watched_subject(ctx)
     kafka_clients.ensure_topics(settings)

@@ -1,13 +1,15 @@
 """`toolcat plan`, `toolcat apply` and `toolcat proposal list|show|withdraw`: the catalog as code."""
 from __future__ import annotations
 
-from domain.commands import proposals as proposal_commands
+from typing import TYPE_CHECKING
+
 from domain.errors import UnknownProposal
 from domain.grammar import check_proposal_id
-from infra import proposals
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, write
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -28,15 +30,18 @@ def register(commands: Commands) -> None:
 
 
 def cmd_plan(ctx: Context) -> Reply:
+    from domain.commands import proposals as proposal_commands
     from infra.manifests import read_manifest  # PyYAML only when a manifest is read
     return write(ctx, proposal_commands.Plan, manifest=read_manifest(ctx.args.manifest))
 
 
 def cmd_apply(ctx: Context) -> Reply:
+    from domain.commands import proposals as proposal_commands
     return write(ctx, proposal_commands.Apply)
 
 
 def cmd_proposal_list(ctx: Context) -> Reply:
+    from infra import proposals
     rows = proposals.proposal_rows(ctx.read_model())
     listed = [{k: r[k] for k in ("proposal_id", "state", "base_position", "position", "recorded_at", "actor")}
               | {"commands": len(r["commands"])} for r in rows]
@@ -47,6 +52,7 @@ def cmd_proposal_list(ctx: Context) -> Reply:
 
 
 def cmd_proposal_show(ctx: Context) -> Reply:
+    from infra import proposals
     proposal_id = check_proposal_id(ctx.args.proposal_id)
     rows = proposals.proposal_rows(ctx.read_model(), proposal_id)
     if not rows:
@@ -59,4 +65,5 @@ def cmd_proposal_show(ctx: Context) -> Reply:
 
 
 def cmd_proposal_withdraw(ctx: Context) -> Reply:
+    from domain.commands import proposals as proposal_commands
     return write(ctx, proposal_commands.ProposalWithdraw)

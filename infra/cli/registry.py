@@ -9,13 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from domain.errors import UsageError
-from infra.context import Context
 from infra.cli.output import Reply
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # registering commands imports no store, read model or domain model (`toolcat --help`)
     from domain.commands import Command
+    from infra.context import Context
 
-Handler = Callable[[Context], Reply]
+Handler = Callable[["Context"], Reply]
 
 
 class ArgumentsError(UsageError):

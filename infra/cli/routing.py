@@ -3,14 +3,13 @@ nodes and secret references (ARCH-19)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.commands import Command, tools
-from domain.commands import routing as routing_commands
 from infra.cli.output import Reply, plain
 from infra.cli.registry import Commands, Parser, write
-from infra.context import Context
-from projections import routing
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def _subgroup(commands: Commands, path: str, help_text: str) -> None:
@@ -95,18 +94,22 @@ def _refuse_unknown_arguments_unrepeated(parser: argparse.ArgumentParser) -> Non
 
 
 def cmd_tool_classify(ctx: Context) -> Reply:
+    from domain.commands import tools
     return write(ctx, tools.ToolClassify)
 
 
 def cmd_route_rule_add(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.RouteRuleAdd)
 
 
 def cmd_route_rule_remove(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.RouteRuleRemove)
 
 
 def cmd_route_check(ctx: Context) -> Reply:
+    from projections import routing
     a = ctx.args
     found = routing.route_check(ctx.read_model(), a.subject, a.call, a.after, a.at)
     line = f"{found['decision']}: {plain(a.subject)} calling {plain(a.call)} → {plain(found['matched_tool_name'])}"
@@ -117,32 +120,37 @@ def cmd_route_check(ctx: Context) -> Reply:
 
 
 def cmd_route_node(ctx: Context) -> Reply:
+    from projections import routing
     a = ctx.args
     found = routing.route_node(ctx.read_model(), a.tool, a.node, a.lane, a.secret_ref)
     return Reply(found, [f"{plain(found['tool_id'])} → node {plain(found['node'])} ({found['reason']})"])
 
 
-_NODE_COMMANDS: dict[str, type[Command]] = {
-    "pair": routing_commands.NodePair, "unpair": routing_commands.NodeUnpair,
-    "ready": routing_commands.NodeReady, "unready": routing_commands.NodeUnready,
-}
-
-
 def cmd_node(ctx: Context) -> Reply:
-    return write(ctx, _NODE_COMMANDS[ctx.args.subcommand])
+    from domain.commands import Command
+    from domain.commands import routing as routing_commands
+    node_commands: dict[str, type[Command]] = {
+        "pair": routing_commands.NodePair, "unpair": routing_commands.NodeUnpair,
+        "ready": routing_commands.NodeReady, "unready": routing_commands.NodeUnready,
+    }
+    return write(ctx, node_commands[ctx.args.subcommand])
 
 
 def cmd_node_capability(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.NodeCapability)
 
 
 def cmd_node_attach(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.NodeAttach)
 
 
 def cmd_node_deny(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.NodeDeny)
 
 
 def cmd_secret_ref_add(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.SecretRefAdd)

@@ -2,12 +2,15 @@
 compatibility mode that decides which new versions are accepted (domain/schema_compat.py)."""
 from __future__ import annotations
 
-from domain.commands import catalog, tools
+from typing import TYPE_CHECKING
+
 from domain.schema_compat import MODES
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, write
 from infra.cli.tools import load_schema
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -29,8 +32,10 @@ def register(commands: Commands) -> None:
 
 
 def cmd_tool_update(ctx: Context) -> Reply:
+    from domain.commands import tools
     return write(ctx, tools.ToolUpdate, schema=load_schema(ctx.args.schema))
 
 
 def cmd_catalog_compatibility(ctx: Context) -> Reply:
+    from domain.commands import catalog
     return write(ctx, catalog.CatalogCompatibility)

@@ -1,10 +1,13 @@
 """`toolcat serve` (the read model over HTTP, infra/http/) and `toolcat token create` (who may use it)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from infra.cli.output import Reply, notices
 from infra.cli.registry import Commands
-from infra.context import Context
-from infra.replica import mark_replica
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -22,6 +25,7 @@ def register(commands: Commands) -> None:
 
 
 def cmd_serve(ctx: Context) -> Reply:
+    from infra.replica import mark_replica
     from infra.cli.served import answer_read
     from infra.serving import serve
     a = ctx.args

@@ -3,12 +3,14 @@
 `projections.sql_encode`, shared with `POST /v1/sql`."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from domain.errors import UsageError
 from infra.cli.output import AS_JSON, Reply, Table
 from infra.cli.registry import Commands
-from infra.context import Context
-from projections.sql_encode import csv_text, row_limit, rows, truncated
-from projections.user_sql import run_query, sandbox_config
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -29,6 +31,8 @@ def output_format(ctx: Context) -> str:
 
 
 def cmd_sql(ctx: Context) -> Reply:
+    from projections.sql_encode import csv_text, row_limit, rows, truncated
+    from projections.user_sql import run_query, sandbox_config
     chosen = output_format(ctx)
     settings = ctx.settings
     table = run_query(ctx.read_only_model(config=sandbox_config()), ctx.args.query,

@@ -2,10 +2,13 @@
 besides explicit grants (connector bindings, images)."""
 from __future__ import annotations
 
-from domain.commands import subjects
+from typing import TYPE_CHECKING
+
 from infra.cli.output import Reply
 from infra.cli.registry import Commands, effective_at_option, write
-from infra.context import Context
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -48,28 +51,35 @@ def _connector_commands(commands: Commands) -> None:
 
 
 def cmd_unit_create(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.UnitCreate)
 
 
 def cmd_agent_create(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.AgentCreate)
 
 
 def cmd_agent_allowlist(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.AgentAllowlist)
 
 
 def cmd_connector_register(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.ConnectorRegister)
 
 
 def cmd_connector_bind(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.ConnectorBind)
 
 
 def cmd_connector_unbind(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.ConnectorUnbind)
 
 
 def cmd_image_declare(ctx: Context) -> Reply:
+    from domain.commands import subjects
     return write(ctx, subjects.ImageDeclare)

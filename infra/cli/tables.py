@@ -10,14 +10,13 @@ columns stay whole and long text wraps.
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from rich.cells import cell_len
-from rich.table import Table as RichTable
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from domain.grammar import visible
 from infra.reply import Table
+
+if TYPE_CHECKING:  # rich is imported when a table is printed, not by every command that might print one
+    from rich.table import Table as RichTable
 
 MIN_WIDTH = 6  # a cut column still shows a few characters and its ellipsis
 
@@ -33,6 +32,8 @@ def cell_text(value: Any) -> str:
 
 def fitted_table(table: Table, width: int | None) -> tuple[RichTable, int]:
     """The table laid out for a terminal `width` (None: as wide as its values), and the width it takes."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
     names = [cell_text(name) for name in table.columns]
     texts = [[cell_text(row[index]) for row in table.rows] for index in range(len(table.columns))]
     natural = [max(map(_widest_line, [name, *column])) for name, column in zip(names, texts)]
@@ -76,8 +77,10 @@ def _fill(lower: list[int], upper: list[int], available: int) -> list[int]:
 
 
 def _widest_line(text: str) -> int:
+    from rich.cells import cell_len
     return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
 def _widest_word(text: str) -> int:
+    from rich.cells import cell_len
     return max((cell_len(word) for word in text.split()), default=0)

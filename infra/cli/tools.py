@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.commands import tools
 from domain.errors import InvalidSchema
-from domain.values import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
+from domain.taxonomy import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, read_text_file, write
-from infra.context import Context
-from projections import queries
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -66,10 +66,12 @@ def load_schema(path: str | None) -> Any:
 
 
 def cmd_tool_register(ctx: Context) -> Reply:
+    from domain.commands import tools
     return write(ctx, tools.ToolRegister, schema=load_schema(ctx.args.schema))
 
 
 def cmd_tool_rename(ctx: Context) -> Reply:
+    from domain.commands import tools
     return write(ctx, tools.ToolRename)
 
 
@@ -85,11 +87,13 @@ def _tool_lines(tool: dict[str, Any]) -> str:
 
 
 def cmd_tool_show(ctx: Context) -> Reply:
+    from projections import queries
     tool = queries.tool_show(ctx.read_model(), ctx.args.id)
     return Reply(tool, [_tool_lines(tool)])
 
 
 def cmd_tool_list(ctx: Context) -> Reply:
+    from projections import queries
     a = ctx.args
     page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor, a.visibility)
     human: list[Any] = [Table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],
@@ -101,6 +105,7 @@ def cmd_tool_list(ctx: Context) -> Reply:
 
 
 def cmd_resolve(ctx: Context) -> Reply:
+    from projections import queries
     found = queries.resolve(ctx.read_model(), ctx.args.id)
     note = " (shim)" if found["shim"] else ""
     return Reply(found, [f"{plain(found['input'])} → {plain(found['canonical_id'])} [{found['lifecycle']}{note}]"])

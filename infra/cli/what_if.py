@@ -2,13 +2,15 @@
 refused, and how every subject's effective set would differ (projections/what_if.py)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from domain.errors import UsageError
 from infra.cli.catalog import load_policy
 from infra.cli.output import Block, Reply, Table
 from infra.cli.registry import Commands
-from infra.context import Context
-from projections.projector import read_tracking
-from projections.what_if import what_if
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -20,6 +22,8 @@ def register(commands: Commands) -> None:
 
 
 def cmd_audit_what_if(ctx: Context) -> Reply:
+    from projections.tracking import read_tracking
+    from projections.what_if import what_if
     policy = load_policy(ctx.args.policy)
     con = ctx.read_model()
     head = read_tracking(con).position

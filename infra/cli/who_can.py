@@ -2,13 +2,14 @@
 provenance) and how (its exposure)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from infra.cli.effective import moment, moment_options, stamped
 from infra.cli.output import Reply, Table
 from infra.cli.registry import Commands
-from infra.context import Context
-from projections import queries
-from projections.projector import read_tracking
-from projections.who_can import who_can
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -19,6 +20,9 @@ def register(commands: Commands) -> None:
 
 
 def cmd_who_can(ctx: Context) -> Reply:
+    from projections import queries
+    from projections.tracking import read_tracking
+    from projections.who_can import who_can
     at = moment(ctx)
     con = ctx.read_model()
     tool = queries.lookup(con, ctx.args.tool)

@@ -3,12 +3,14 @@ exactly the number of events asked for, so anyone can time `rebuild`, `audit rep
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from domain.errors import UsageError
 from infra.cli.output import Reply, notices
 from infra.cli.registry import Commands
-from infra.context import Context
-from infra.wiring import open_catalog
+
+if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
+    from infra.context import Context
 
 
 def register(commands: Commands) -> None:
@@ -19,6 +21,7 @@ def register(commands: Commands) -> None:
 
 
 def cmd_workload(ctx: Context) -> Reply:
+    from infra.wiring import open_catalog
     from infra.dev.workload import FEWEST_EVENTS, Shape, Workload
     wanted = ctx.args.events
     if wanted < FEWEST_EVENTS:

@@ -29,7 +29,7 @@ from projections.queries import current_effective
 from projections.rows import insert_columns, select_rows
 
 FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "latency", "read_latency", "replay",
-           "serve")
+           "serve", "cli")
 
 
 class Bench:
@@ -146,6 +146,10 @@ class Bench:
         from infra.dev.bench_serve import ServeFigures
         self.results["serve"] = ServeFigures(self.root, self.say).run()
 
+    def cli(self) -> None:
+        from infra.dev.bench_cli import cli_figures
+        self.results["cli"] = cli_figures(self.root, self.settings)
+
     def replay(self) -> None:
         self.bulk_store()
         if "projection" not in self.results:
@@ -179,6 +183,8 @@ def budget(results: dict[str, Any]) -> dict[str, Any]:
         "effective_read_p99_ms <= 5": get("read_latency", "p99_ms"),
         "serve_command_to_visible_p99_ms <= 100": get("serve", "command_to_visible", "p99_ms"),
         "serve_effective_read_p99_ms <= 10": get("serve", "effective_reads", "p99_ms"),
+        "cli_help_s <= 0.15": get("cli", "help_s"),
+        "cli_effective_s <= 0.35": get("cli", "effective_s"),
     }
     targets = {"catch_up_projection_events_per_s >= 100000": lambda v: v >= 100000,
                "relay_vs_raw_producer >= 0.8": lambda v: v >= 0.8,
@@ -188,7 +194,9 @@ def budget(results: dict[str, Any]) -> dict[str, Any]:
                "replay_peak_rss_mib <= 1024": lambda v: v <= 1024,
                "effective_read_p99_ms <= 5": lambda v: v <= 5,
                "serve_command_to_visible_p99_ms <= 100": lambda v: v <= 100,
-               "serve_effective_read_p99_ms <= 10": lambda v: v <= 10}
+               "serve_effective_read_p99_ms <= 10": lambda v: v <= 10,
+               "cli_help_s <= 0.15": lambda v: v <= 0.15,
+               "cli_effective_s <= 0.35": lambda v: v <= 0.35}
     return {name: {"value": value, "met": None if value is None else bool(targets[name](value))}
             for name, value in checks.items()}
 
@@ -197,7 +205,7 @@ def _figure(bench: Bench, name: str) -> Callable[[], None]:
     kafka = bench.kafka
     return {"append": bench.append, "projection": bench.projection, "baselines": bench.baselines,
             "relay": kafka.relay, "kafka_projection": kafka.kafka_projection, "latency": kafka.latency,
-            "read_latency": bench.read_latency, "replay": bench.replay, "serve": bench.serve}[name]
+            "read_latency": bench.read_latency, "replay": bench.replay, "serve": bench.serve, "cli": bench.cli}[name]
 
 
 def run_bench(events: int, only: str | None, settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from domain.values import GROUPS
 from domain.catalog import WriteResult
 from domain.errors import IntegrityFailure
+from domain.taxonomy import GROUPS
 from infra.reading import altered, report_document, report_text
 from infra.reply import write_document
 from infra.freshness import Freshness

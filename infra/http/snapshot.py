@@ -38,7 +38,7 @@ from infra.http.address import live_address
 from infra.http.problems import error_from_problem
 from infra.settings import Settings
 from projections.connection import connect
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from projections.rows import scalar
 
 SNAPSHOT_FILE = "snapshot.duckdb"

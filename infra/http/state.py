@@ -24,7 +24,7 @@ from infra.http.writer import Writer
 from infra.projecting import changelog_publisher, project_kafka, projector_of, store_pass, wait_for_events
 from infra.settings import Settings
 from infra.wiring import open_catalog, open_read_model
-from projections.projector import Tracking
+from projections.tracking import Tracking
 from projections.rows import run, scalar
 from projections.user_sql import sandbox_config
 

@@ -31,7 +31,7 @@ from infra.report_html import STYLE, timeline_svg
 from projections.audit_report import audit_report
 from projections import queries
 from projections.effective.reads import explanation, subjects_at
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 
 Reader = Callable[[], duckdb.DuckDBPyConnection]
 

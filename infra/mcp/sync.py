@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from domain.base import Meta
-from domain.commands.mcp import DRIFT_EXIT, McpSync
+from domain.commands.mcp import McpSync
+from domain.mcp_tools import DRIFT_EXIT
 from domain.errors import CatalogRuleError
 from domain.grammar import visible
 from domain.manifest import Tool

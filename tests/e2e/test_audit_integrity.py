@@ -1,4 +1,4 @@
-"""The auditor's integrity journey through the installed `toolcat`: a read never creates a home; `audit
+"""The auditor's integrity journey through the `toolcat` command line: a read never creates a home; `audit
 verify` says what it compared the chain with, and is "unverified" when that is nothing; `audit seal` gives
 the head to keep outside the store, and `audit verify --expect-head` checks the history against it."""
 from __future__ import annotations

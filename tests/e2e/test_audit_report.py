@@ -1,7 +1,7 @@
 """End to end: `toolcat audit report` after the bundled example story — the JSON report a compliance
 auditor files, and the HTML page with its timeline, rendered by a real headless Chromium.
 
-The story is written in-process (fast); every report is produced by the installed `toolcat` command.
+The story is written in-process (fast); every report is produced by the `toolcat` command line.
 """
 from __future__ import annotations
 
@@ -19,16 +19,12 @@ import pytest
 from infra.cli import main
 from infra.dev.demo import EXAMPLES, script_lines
 from tests.browser import headless, png_size
+from tests.support import ok
 
 RETIRED = "mcp.memory.search"
 MILESTONES = ["canonical_shipped", "docs_shipped", "data_rewrite_shipped", "alias_only_emission"]
 STEP_FIELDS = {"step", "name", "position", "recorded_at", "actor", "evidence"}
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
-
-
-def ok(run: Any) -> Any:
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
-    return run.json
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The auditor's deprecation journey through the installed `toolcat`: the removal steps by name in the help
+"""The auditor's deprecation journey through the `toolcat` command line: the removal steps by name in the help
 and in `audit alias`; `audit report` listing every rule it checked per alias with its evidence, the
 configuration still naming old IDs, and the integrity of the history; `-o -` on stdout."""
 from __future__ import annotations

@@ -75,3 +75,14 @@ def test_while_the_bench_works_nothing_but_its_answer_reaches_stdout(capfd: pyte
     out, err = capfd.readouterr()
     assert json.loads(out) == {"figures": {}}
     assert "drawn by a library" in err and "said by a child stage" in err
+
+
+def test_the_cli_figure_times_the_command_line_beside_python_itself(home: Path) -> None:
+    from infra.dev.bench_cli import cli_figures
+    from infra.settings import Settings
+    # when the cli figure is measured once, on the demo's tyrum catalog
+    figures = cli_figures(home, Settings(home=home), runs=1)
+    # then it gives the help, a resolve and an effective read beside `python -c pass` and importing DuckDB
+    assert set(figures) == {"help_s", "resolve_s", "effective_s", "python_s", "import_duckdb_s", "runs"}
+    assert figures["runs"] == 1
+    assert all(figures[name] > 0 for name in figures)

@@ -1,4 +1,4 @@
-"""End to end: the catalog commands of CONTRACT.md driven through the installed `toolcat` command.
+"""End to end: the catalog commands of CONTRACT.md driven through the `toolcat` command line.
 
 Each test is a small story; every check is on the JSON documents and exit codes the contract states.
 """
@@ -9,15 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from domain.naming import preset
+from tests.support import ok
 
 TOOL_FIELDS = {"canonical_id", "family", "group", "tier", "visibility", "lifecycle", "source", "backing_server",
                "plugin", "description", "classes", "risk", "schema_valid", "aliases"}
 REGISTER = ("--group", "core", "--tier", "default", "--visibility", "public")
-
-
-def ok(run: Any) -> Any:
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
-    return run.json
 
 
 def write(toolcat: Any, *args: str) -> dict[str, Any]:

@@ -1,18 +1,15 @@
-"""End to end: the Spring Voyage story (units, agents, connectors, images, grants) through the installed
-`toolcat` command, checked against the effective-set and explain documents of CONTRACT.md."""
+"""End to end: the Spring Voyage story (units, agents, connectors, images, grants) through the `toolcat`
+command line, checked against the effective-set and explain documents of CONTRACT.md."""
 from __future__ import annotations
 
 import json
 from datetime import datetime
 from typing import Any
 
+from tests.support import ok
+
 REGISTER = ("--group", "core", "--tier", "default", "--visibility", "public")
 ROW_FIELDS = {"tool_id", "namespace", "description", "provenance", "inherited_from", "exposure"}
-
-
-def ok(run: Any) -> Any:
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
-    return run.json
 
 
 def write(toolcat: Any, *args: str) -> dict[str, Any]:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shlex
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 
 from infra.dev.demo import EXAMPLES, script_lines
-from tests.support import TOOLCAT, Run
+from tests.support import Run, call_toolcat, ok, run_toolcat, toolcat_env
 
 ROW_FIELDS = {"tool_id", "namespace", "description", "provenance", "inherited_from", "exposure"}
 EXPOSURES = {"enabled", "disabled_invalid_schema", "disabled_by_state_mode", "disabled_by_agent_allowlist"}
@@ -41,27 +39,21 @@ def option(args: list[str], name: str) -> str | None:
     return args[args.index(name) + 1] if name in args else None
 
 
-def run_toolcat(*args: str, home: Path | None = None, env: dict[str, str] | None = None,
-                json_output: bool = True, timeout: float = DEMO_TIMEOUT) -> Run:
+def installed(*args: str, home: Path | None = None, env: dict[str, str] | None = None,
+              json_output: bool = True, timeout: float = DEMO_TIMEOUT) -> Run:
     """The installed command, with the environment of the `toolcat` fixture (no TOOLCAT_* leaks in)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLCAT_")}
-    full_env["TOOLCAT_ACTOR"] = "e2e"
-    if home is not None:
-        full_env["TOOLCAT_HOME"] = str(home)
-    full_env.update(env or {})
-    command = [TOOLCAT, *args] + (["--json"] if json_output else [])
-    done = subprocess.run(command, capture_output=True, text=True, env=full_env, timeout=timeout)
-    return Run(done.returncode, done.stdout, done.stderr)
+    return run_toolcat(*args, env=toolcat_env("e2e", {"TOOLCAT_HOME": str(home)} if home else None, env),
+                       timeout=timeout, json_output=json_output)
 
 
-def ok(run: Run) -> Any:
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout[-3000:]}\nstderr: {run.stderr[-3000:]}"
-    return run.json
+def answered(*args: str, env: dict[str, str] | None = None) -> Run:
+    """The same command answered in this process: the reads of the demo's homes, and its refusals."""
+    return call_toolcat(*args, env=toolcat_env("e2e", env))
 
 
 def sql(home: Path, query: str) -> list[dict[str, Any]]:
     """Ask one of the demo's catalogs directly, after the demo finished (its homes stay for exploring)."""
-    return ok(run_toolcat("--home", str(home), "sql", query, "--format", "json"))
+    return ok(answered("--home", str(home), "sql", query, "--format", "json"))
 
 
 def rows(document: dict[str, Any]) -> dict[str, tuple[Any, Any, Any]]:
@@ -327,7 +319,7 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def demo_run(demo_home: Path) -> Run:
     """`toolcat demo --json` in a fresh home, no broker (TOOLCAT_KAFKA_BOOTSTRAP is not passed on)."""
-    return run_toolcat("demo", home=demo_home)
+    return installed("demo", home=demo_home)
 
 
 def test_demo_json_without_a_broker_exits_0_with_one_document(demo_run: Run) -> None:
@@ -359,22 +351,22 @@ def test_demo_spring_voyage_walkthrough(demo_run: Run, demo_home: Path) -> None:
 def test_demo_effective_sets_agree_with_plain_commands_in_its_homes(demo_run: Run, demo_home: Path) -> None:
     """The demo's homes are ordinary catalogs: asking them afterwards gives the answers it showed."""
     document = ok(demo_run)
-    triage = ok(run_toolcat("--home", str(demo_home / "tyrum"), "effective", "agent:triage"))
+    triage = ok(answered("--home", str(demo_home / "tyrum"), "effective", "agent:triage"))
     assert triage == document["tyrum"]["effective"]
     before = document["tyrum"]["before_revoke"]
-    assert ok(run_toolcat("--home", str(demo_home / "tyrum"), "effective", "agent:triage",
+    assert ok(answered("--home", str(demo_home / "tyrum"), "effective", "agent:triage",
                           "--at", str(before["position"]))) == before
     sv = demo_home / "spring-voyage"
-    assert ok(run_toolcat("--home", str(sv), "effective", "agent:librarian")) == \
+    assert ok(answered("--home", str(sv), "effective", "agent:librarian")) == \
         document["spring_voyage"]["effective"]
-    assert ok(run_toolcat("--home", str(sv), "effective", "agent:helpdesk")) == document["spring_voyage"]["helpdesk"]
-    retired = run_toolcat("--home", str(demo_home / "tyrum"), "resolve", "mcp.memory.search")
+    assert ok(answered("--home", str(sv), "effective", "agent:helpdesk")) == document["spring_voyage"]["helpdesk"]
+    retired = answered("--home", str(demo_home / "tyrum"), "resolve", "mcp.memory.search")
     assert retired.code == 3 and retired.error["code"] == "retired_alias", (retired.code, retired.stderr)
     assert retired.error["details"]["canonical_id"] == "memory.search"
 
 
-def test_demo_human_output_prints_every_section_and_readable_tables(toolcat: Any, home: Path) -> None:
-    run = toolcat("demo", json_output=False, timeout=DEMO_TIMEOUT)
+def test_demo_human_output_prints_every_section_and_readable_tables(installed_toolcat: Any, home: Path) -> None:
+    run = installed_toolcat("demo", json_output=False, timeout=DEMO_TIMEOUT)
     assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout[-3000:]}\nstderr: {run.stderr[-3000:]}"
     out = run.stdout
     with pytest.raises(json.JSONDecodeError):
@@ -411,13 +403,13 @@ def test_demo_human_output_prints_every_section_and_readable_tables(toolcat: Any
     assert hint, out[-500:]
     args = shlex.split(hint.group(1))[1:]
     assert args[:2] == ["--home", str(home / "tyrum")], args
-    listed = ok(run_toolcat(*args))
+    listed = ok(answered(*args))
     ids = {t["canonical_id"] for t in listed["tools"]}
     assert {"read", "memory.search", "acme.ticket.open"} <= ids, sorted(ids)
 
 
-def test_demo_streams_both_catalogs_through_kafka(toolcat: Any, home: Path, kafka_bootstrap: str) -> None:
-    run = toolcat("demo", env={"TOOLCAT_KAFKA_BOOTSTRAP": kafka_bootstrap}, timeout=DEMO_TIMEOUT)
+def test_demo_streams_both_catalogs_through_kafka(installed_toolcat: Any, home: Path, kafka_bootstrap: str) -> None:
+    run = installed_toolcat("demo", env={"TOOLCAT_KAFKA_BOOTSTRAP": kafka_bootstrap}, timeout=DEMO_TIMEOUT)
     document = ok(run)
     check_document(document, home)
     kafka = document["kafka"]
@@ -435,9 +427,9 @@ def test_demo_streams_both_catalogs_through_kafka(toolcat: Any, home: Path, kafk
     assert len(topics) == 2, "each catalog goes to its own topic"
     # the read model built from Kafka alone answers like the one built from the store
     copy = home / "tyrum-from-kafka"
-    assert ok(run_toolcat("--home", str(copy), "effective", "agent:triage")) == document["tyrum"]["effective"]
+    assert ok(answered("--home", str(copy), "effective", "agent:triage")) == document["tyrum"]["effective"]
     copy = home / "spring-voyage-from-kafka"
-    assert ok(run_toolcat("--home", str(copy), "effective", "agent:librarian")) == \
+    assert ok(answered("--home", str(copy), "effective", "agent:librarian")) == \
         document["spring_voyage"]["effective"]
 
 
@@ -454,11 +446,11 @@ def _stable(document: dict[str, Any]) -> dict[str, Any]:
 
 def test_demo_twice_in_the_same_home_starts_afresh(tmp_path: Path) -> None:
     home = tmp_path / "demo-home"
-    first = ok(run_toolcat("--home", str(home), "demo"))
+    first = ok(installed("--home", str(home), "demo"))
     check_document(first, home)
     leftover = home / "tyrum" / "leftover.txt"
     leftover.write_text("from the first run\n")
-    second = ok(run_toolcat("--home", str(home), "demo"))
+    second = ok(installed("--home", str(home), "demo"))
     check_document(second, home)
     assert not leftover.exists(), "the second run starts from a fresh home"
     assert _stable(second) == _stable(first)
@@ -467,15 +459,15 @@ def test_demo_twice_in_the_same_home_starts_afresh(tmp_path: Path) -> None:
 def test_demo_accepts_an_empty_existing_directory(tmp_path: Path) -> None:
     home = tmp_path / "empty"
     home.mkdir()
-    document = ok(run_toolcat("demo", "--home", str(home)))
+    document = ok(installed("demo", "--home", str(home)))
     check_catalogs(document)
 
 
 def _foreign_catalog(path: Path) -> Path:
     """A real catalog the user built (not by the demo)."""
     path.mkdir()
-    ok(run_toolcat("--home", str(path), "init"))
-    ok(run_toolcat("--home", str(path), "tool", "register", "read", "--source", "builtin", "--group", "core",
+    ok(answered("--home", str(path), "init"))
+    ok(answered("--home", str(path), "tool", "register", "read", "--source", "builtin", "--group", "core",
                    "--tier", "default", "--visibility", "public"))
     return path
 
@@ -501,7 +493,7 @@ def test_demo_refuses_a_home_it_did_not_create_and_touches_nothing(tmp_path: Pat
     target = make(tmp_path / "mine")
     before = snapshot(target)
     args = ["--home", str(target), "demo"] if placement == "global" else ["demo", "--home", str(target)]
-    run = run_toolcat(*args)
+    run = answered(*args)
     assert run.code == 2, f"exit {run.code}\nstdout: {run.stdout[-2000:]}\nstderr: {run.stderr[-2000:]}"
     assert run.stdout.strip() == ""
     assert run.error["code"] == "usage", run.error
@@ -516,7 +508,7 @@ def test_demo_keeps_out_of_a_configured_postgresql_event_store(tmp_path: Path, p
     (the user's real catalog) must not receive the example events."""
     import psycopg
     home = tmp_path / "demo-home"
-    run = run_toolcat("--home", str(home), "demo", env={"TOOLCAT_EVENT_STORE_URL": postgres_url})
+    run = installed("--home", str(home), "demo", env={"TOOLCAT_EVENT_STORE_URL": postgres_url})
     schema = postgres_url.rsplit("schema=", 1)[1]
     base = postgres_url.split("?", 1)[0]
     with psycopg.connect(base, autocommit=True) as con:

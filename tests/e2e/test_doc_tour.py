@@ -4,8 +4,6 @@ hashes aside, which depend on the time of recording); `echo $?` shows the exit c
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -15,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.cli import main
 from tests.doc_text import code_blocks, section
-from tests.support import toolcat_environ
+from tests.support import answered_here, toolcat_environ
 
 HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
@@ -44,11 +41,10 @@ def run_line(line: str, last_code: int) -> tuple[str, int]:
     for command in line.split(" && "):
         program, *args = shlex.split(command)
         assert program == "toolcat", line
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(args)
+        run = answered_here(args)
+        code = run.code
         # What a command answers, or its error: a read that catches up slowly also says so on stderr.
-        printed.append(err.getvalue() if code else out.getvalue())
+        printed.append(run.stderr if code else run.stdout)
         if code:
             break
     return "".join(printed).rstrip("\n"), code

@@ -22,7 +22,7 @@ from infra.http import snapshot
 from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.fingerprint import fingerprint
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from projections.rows import scalar
 from tests.doc_text import history_questions
 from tests.support import (error_of, ok, run_example, run_in_process, run_toolcat, toolcat_env,

@@ -22,11 +22,11 @@ import pytest
 from infra.cli import run
 from infra.reply import REPLY_MEDIA_TYPE
 from domain.commands import WRITES
-from domain.values import SOURCES
+from domain.taxonomy import SOURCES
 from infra.read_routes import READ_ROUTES
 from infra.settings import Settings
 from tests.serving import Served, serving, tokens
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from tests.support import SCRIPT, ok, run_in_process, toolcat_environ, toolcat_in_process
 
 DEPRECATED, RETIRED = "mcp.memory.write", "mcp.memory.search"

@@ -26,7 +26,7 @@ from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
 from projections.fingerprint import fingerprint
 from projections.projector import Projector
-from tests.support import SCRIPT, TOOLCAT, Run, run_in_process, run_toolcat, toolcat_env
+from tests.support import SCRIPT, TOOLCAT, Run, call_toolcat, run_in_process, toolcat_env
 
 ACTOR = "kafka-tests"
 
@@ -107,9 +107,11 @@ def assert_each_position_once(facts: dict[str, Any], head: int) -> None:
 
 def toolcat(*args: str, home: Path, settings: Settings | None = None, env: dict[str, str] | None = None,
             timeout: float = 120, json_output: bool = True) -> Run:
-    """`toolcat ARGS --home HOME [--json]` in a subprocess, with the Kafka settings of `settings`."""
+    """`toolcat ARGS --home HOME [--json]` in this process (`call_toolcat`), with the Kafka settings of
+    `settings`; `popen_toolcat` runs the ones that follow until stopped."""
+    del timeout  # pytest-timeout bounds a command answered in this process
     full_env = toolcat_env(ACTOR, kafka_env(settings) if settings is not None else None, env)
-    return run_toolcat(*args, "--home", str(home), env=full_env, timeout=timeout, json_output=json_output)
+    return call_toolcat(*args, "--home", str(home), env=full_env, json_output=json_output)
 
 
 def popen_toolcat(*args: str, home: Path, settings: Settings, stderr_path: Path,

@@ -2,7 +2,7 @@
 the catalog's back, through the real command line.
 
 The story is the bundled example (`examples/tyrum.toolcat`), written in-process for speed; every audit
-question is then asked of the installed `toolcat` command, as an operator would.
+question is then asked of the `toolcat` command line, as an operator would.
 """
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.canonical import canonical_json, reference_json
-from projections.envelope import GENESIS_HASH, chain_all
+from projections.canonical import GENESIS_HASH
+from projections.envelope import chain_all
 from projections.projector import data_texts
 
 META = Meta(actor="tester", reason="naïve — ünïcode 😀")

@@ -10,7 +10,7 @@ from domain.errors import RetiredAlias, UnknownTool
 from projections import queries
 from projections.verify import verify
 from projections.catchup import catch_up
-from projections.envelope import GENESIS_HASH
+from projections.canonical import GENESIS_HASH
 from projections.projector import Projector
 from tests.integration.helpers import Story, stored_records, tell_story
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from infra.settings import Settings
-from projections.envelope import GENESIS_HASH, Envelope, canonical_json
+from projections.canonical import GENESIS_HASH, canonical_json
+from projections.envelope import Envelope
 from tests.doc_text import code_blocks, section
 from tests.integration.kafka_support import events_on_topic, relay_all, store_head, toolcat
 from tests.support import SCRIPT, run_in_process

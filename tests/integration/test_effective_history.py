@@ -27,7 +27,8 @@ from projections.catchup import catch_up
 from projections.effective.reads import effective_rows, subjects_at
 from projections.effective.maintenance import valid_through
 from projections.effective.rebuild import rebuild_all
-from projections.projector import Projector, Tracking, read_tracking
+from projections.projector import Projector
+from projections.tracking import Tracking, read_tracking
 from projections.queries import current_effective
 from projections.rows import select_rows
 

@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from infra.settings import Settings
-from projections.envelope import GENESIS_HASH, Envelope, chain_all
+from projections.canonical import GENESIS_HASH
+from projections.envelope import Envelope, chain_all
 from projections.envelope_bytes import hash_matches, publish_all
 from projections.envelope_json import BadEnvelope, parse_envelope
 from tests.integration.test_canonical_json import stored_divergent_records

@@ -18,14 +18,9 @@ from typing import Any
 import pytest
 
 from infra.cli import main
-from tests.support import TOOLCAT, Run
+from tests.support import TOOLCAT, ok
 
 REGISTER = ("--source", "builtin", "--group", "core", "--tier", "default", "--visibility", "public")
-
-
-def ok(run: Run) -> Any:
-    assert run.code == 0, f"exit {run.code}\nstdout: {run.stdout}\nstderr: {run.stderr}"
-    return run.json
 
 
 @pytest.fixture
@@ -66,7 +61,7 @@ def test_min_position_answers_at_or_after_the_write(agent: int, toolcat: Any) ->
 
 
 def test_min_position_beyond_the_head_gives_up_with_exit_6(agent: int, toolcat: Any) -> None:
-    # (the runner's own subprocess timeout catches a command that never gives up; no timing assertion)
+    # (pytest-timeout catches a command that never gives up; no timing assertion)
     late = toolcat("effective", "agent:x", "--min-position", str(agent + 50), "--timeout", "1")
 
     assert late.code == 6, f"exit {late.code}\nstdout: {late.stdout}\nstderr: {late.stderr}"
@@ -102,7 +97,8 @@ def test_min_position_waits_for_a_write_still_to_come(agent: int, home: Path, to
     assert tool_ids(answer) == ["files.write-all"]
 
 
-def test_a_read_in_another_process_sees_the_write_before_it(agent: int, toolcat: Any) -> None:
+def test_a_read_in_another_process_sees_the_write_before_it(agent: int, installed_toolcat: Any) -> None:
+    toolcat = installed_toolcat  # each command its own process, as operators run them
     expected: set[str] = set()
     for round_number in range(4):
         target = ("files.read-all", "files.write-all")[round_number % 2]

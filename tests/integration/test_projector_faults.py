@@ -16,8 +16,10 @@ from infra.wiring import open_read_model
 from projections.catalog_part import CatalogPart
 from projections.catchup import catch_up
 from projections.effective.maintenance import valid_through
-from projections.envelope import GENESIS_HASH, chain_all
-from projections.projector import Projector, read_tracking
+from projections.canonical import GENESIS_HASH
+from projections.envelope import chain_all
+from projections.projector import Projector
+from projections.tracking import read_tracking
 from tests.integration.helpers import (
     TABLES,
     row_counts,

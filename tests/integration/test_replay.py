@@ -12,7 +12,7 @@ import pytest
 
 from infra.settings import Settings
 from projections.fingerprint import fingerprint
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 from tests.integration.kafka_support import kafka_env
 from tests.support import Run, ok
 

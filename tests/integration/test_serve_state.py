@@ -20,7 +20,7 @@ from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.settings import Settings
 from infra.wiring import open_catalog
-from projections.projector import read_tracking
+from projections.tracking import read_tracking
 
 from tests.serving import following_state
 

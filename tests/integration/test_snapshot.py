@@ -27,7 +27,8 @@ from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.catchup import catch_up
 from projections.fingerprint import fingerprint
-from projections.projector import Projector, read_tracking
+from projections.projector import Projector
+from projections.tracking import read_tracking
 from tests.support import PROJECT_ROOT, SCRIPT, clean_environ, run_in_process
 
 WRITES = 20  # at least; the writer goes on until the client has read while it wrote

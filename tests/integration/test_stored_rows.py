@@ -16,7 +16,8 @@ from domain.values import ToolSpec
 from infra.settings import Settings
 from infra.wiring import open_catalog
 from projections.catchup import history_reader
-from projections.envelope import GENESIS_HASH, chain_all
+from projections.canonical import GENESIS_HASH
+from projections.envelope import chain_all
 from tests.integration.test_canonical_json import DIVERGENT
 
 META = Meta(actor="tester", reason="naïve — ünïcode 😀")

@@ -1,0 +1,57 @@
+"""The command line answers at once: `toolcat --help` imports no database, model or server library, and a
+read answered from a current read model loads neither the domain model nor the projector, the HTTP stack,
+jsonschema or a Kafka client (infra/cli/__init__.py). Checked in a fresh interpreter, by the modules it
+holds after the command: no timing involved."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support import run_in_process, run_python_child
+
+# What a command imports only when it runs a handler that needs it.
+HEAVY = ("duckdb", "pyarrow", "pydantic", "pydantic_settings", "eventsourcing", "rich", "jsonschema", "fastapi",
+         "starlette", "uvicorn", "kafka", "confluent_kafka", "yaml", "domain.catalog", "projections.projector")
+# What no read of a current read model needs.
+NOT_FOR_READS = ("jsonschema", "fastapi", "starlette", "uvicorn", "kafka", "confluent_kafka", "domain.catalog",
+                 "domain.registry", "projections.projector", "projections.catchup")
+
+CHILD = """
+import contextlib, io, json, sys
+from infra.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as done:  # --help
+        code = done.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def modules_after(*args: str) -> set[str]:
+    child = run_python_child(CHILD, *args)
+    assert child.returncode == 0, child.stderr
+    answer = json.loads(child.stdout)
+    assert answer["code"] == 0, answer
+    return set(answer["modules"])
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in modules]
+
+
+def test_help_imports_no_database_model_or_server_library() -> None:
+    modules = modules_after("--help")
+    assert "infra.cli.effective" in modules  # every command group registered
+    assert loaded(modules, HEAVY) == []
+
+
+def test_a_read_of_a_current_read_model_loads_only_what_it_answers_with(home: Path) -> None:
+    run_in_process(home, [["init"], ["unit", "create", "eng"], ["agent", "create", "bot", "--unit", "eng"],
+                          ["tool", "register", "read", "--source", "builtin", "--group", "core", "--tier",
+                           "default", "--visibility", "public"], ["grant", "add", "unit:eng", "read"],
+                          ["effective", "agent:bot"]])  # the last one brings the read model up to date
+    for read in (["resolve", "read"], ["effective", "agent:bot"]):
+        modules = modules_after("--home", str(home), *read, "--json")
+        assert "duckdb" in modules
+        assert loaded(modules, NOT_FOR_READS) == [], read
