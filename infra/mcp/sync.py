@@ -34,10 +34,11 @@ def read_inventory(server: str, connection: Connection, settings: Settings, prog
                    ) -> Inventory:
     """Every page of the server's tools/list (at most TOOLCAT_MCP_MAX_TOOLS tools), with its serverInfo."""
     import anyio
-    return anyio.run(_read_inventory, server, connection, settings, progress or sys.stderr)
+    return anyio.run(read_inventory_async, server, connection, settings, progress or sys.stderr)
 
 
-async def _read_inventory(server: str, connection: Connection, settings: Settings, progress: TextIO) -> Inventory:
+async def read_inventory_async(server: str, connection: Connection, settings: Settings, progress: TextIO
+                               ) -> Inventory:
     from mcp import types
     from infra.mcp.sessions import open_session
     async with open_session(server, connection, settings) as opened:
@@ -135,10 +136,14 @@ def affected(ctx: Context, changes: dict[str, str]) -> list[dict[str, Any]]:
 def sync(ctx: Context, name: str, mode: str, meta: Meta) -> dict[str, Any]:
     """mode: "plan" (hold the proposal), "apply" (and apply it when nothing in it is destructive) or "check"
     (hold nothing, write nothing; the document's `drift` says whether the live inventory differs)."""
-    from infra import proposals
     server = ctx.catalog.mcp_server(name)
-    inventory = read_inventory(name, server.connection, ctx.settings)
-    found = imported(name, server.tier, inventory)
+    return planned(ctx, name, server.tier, read_inventory(name, server.connection, ctx.settings), mode, meta)
+
+
+def planned(ctx: Context, name: str, tier: str, inventory: Inventory, mode: str, meta: Meta) -> dict[str, Any]:
+    """`sync`'s document for an inventory already read (serve's drift check reads it off the writer)."""
+    from infra import proposals
+    found = imported(name, tier, inventory)
     last_hash, gone_before = _server_rows(ctx, name)
     state = desired_state(ctx, name, found, gone_before)
     tools_hash = inventory.tools_hash()
