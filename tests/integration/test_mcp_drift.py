@@ -28,7 +28,7 @@ def health_until(client: httpx.Client, wanted: Callable[[dict[str, Any]], bool],
         if wanted(servers):
             return servers
         assert time.monotonic() < deadline, f"not seen within {timeout}s; last health: {health}"
-        time.sleep(0.05)  # a poll's pace, not a wait for something to be done
+        time.sleep(0.1)  # a poll's pace, not a wait for something to be done
 
 
 def events(client: httpx.Client) -> int:
