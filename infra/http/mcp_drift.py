@@ -1,19 +1,19 @@
-"""Drift while serving: every TOOLCAT_MCP_SYNC_SECONDS `toolcat serve` reads each registered MCP server's
-tools/list and plans it as `toolcat mcp sync NAME` would (infra/mcp/sync.py), on a thread of its own.
-Shown as the `toolcat_mcp_drift` metric, under `mcp` in `/v1/health` and on the web page.
+"""Drift while serving: `toolcat serve` holds a session to each registered MCP server (on a thread of its
+own) and reads its tools/list when the server sends `notifications/tools/list_changed` and every
+TOOLCAT_MCP_SYNC_SECONDS (0: none of this), planning it as `toolcat mcp sync NAME` would
+(infra/mcp/sync.py); the server list is looked at again as often, and a changed entry's session opened
+again. Shown as the `toolcat_mcp_drift` metric, under `mcp` in `/v1/health` and on the web page.
 
 A drift found is held as a proposal, as `mcp sync NAME` (without --apply) holds one, and that is all the
 check writes: applying stays a human step (`toolcat apply ID`). While the same upstream inventory
 (its tools hash) still differs and its proposal is still open, later checks plan without holding again,
 so an idle drift does not fill the store with proposals. A server that cannot be reached is an `error`
-entry, never a failure of the server; the next check tries again.
-
-Periodic only: listening for a server's `notifications/tools/list_changed` needs a session held open per
-server, which this does not do yet."""
+entry, never a failure of the server; a session is opened again N seconds later."""
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import logging
 import threading
@@ -36,6 +36,7 @@ class DriftWatch:
         self.state, self.every = state, state.settings.mcp_sync_seconds
         self.found: dict[str, dict[str, Any]] = {}  # server name → its last check (replaced whole, never edited)
         self._held: dict[str, tuple[str, str]] = {}  # server name → (tools hash, proposal id) held for it
+        self._watching: dict[str, tuple[int, asyncio.Task[None]]] = {}  # server name → (entry's position, task)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._started = threading.Event()
@@ -73,35 +74,63 @@ class DriftWatch:
         self._started.set()
         try:
             while True:
-                await self._check_all()
+                await self._follow_entries()
                 await asyncio.sleep(self.every)
         except asyncio.CancelledError:
-            return
+            watching = [task for _, task in self._watching.values()]
+            for task in watching:
+                task.cancel()
+            await asyncio.gather(*watching, return_exceptions=True)  # their sessions closed, processes stopped
 
-    async def _check_all(self) -> None:
+    async def _follow_entries(self) -> None:
+        """A session per registered server: opened for one added, opened again for one changed."""
         try:
-            names = await self._on_writer(self._server_names)
-        except Exception as error:  # noqa: BLE001 - the catalog unreadable now: say so, try at the next check
+            entries = await self._on_writer(self._entries)
+        except Exception as error:  # noqa: BLE001 - the catalog unreadable now: say so, look again later
             log.warning("MCP drift check: cannot list the MCP servers: %s", error)
             return
-        for gone in set(self.found) - set(names):
-            del self.found[gone]
-            self.state.metrics.forget_mcp_server(gone)
-        for name in names:
-            self._note(name, await self._check(name))
+        for name in set(self._watching) - entries.keys():
+            self._watching.pop(name)[1].cancel()
+            self.found.pop(name, None)
+            self.state.metrics.forget_mcp_server(name)
+        for name, version in entries.items():
+            known = self._watching.get(name)
+            if known is not None and known[0] == version and not known[1].done():
+                continue
+            if known is not None:
+                known[1].cancel()
+            self._watching[name] = (version, asyncio.create_task(self._watch(name), name=f"mcp-drift-{name}"))
 
-    async def _check(self, name: str) -> dict[str, Any]:
-        from infra.mcp.sync import read_inventory_async
-        checked_at = datetime.now(timezone.utc).isoformat()
+    async def _watch(self, name: str) -> None:
+        """Check at once, then on each `notifications/tools/list_changed` and every N seconds, on one held
+        session; a session that failed is an error entry, opened again N seconds later."""
+        from infra.mcp.sessions import open_session
+        while True:
+            changed = asyncio.Event()
+            try:
+                connection, tier = await self._on_writer(lambda ctx: self._entry(ctx, name))
+                async with open_session(name, connection, self.state.settings, on_tools_changed=changed.set) as opened:
+                    while True:
+                        changed.clear()
+                        self._note(name, await self._check(name, tier, opened))
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(changed.wait(), self.every)
+            except ToolcatError as error:  # unreachable, too slow, broke the protocol, removed meanwhile
+                self._note(name, _error(name, error.message))
+            except Exception as error:  # noqa: BLE001 - whatever else: shown, never the server's failure
+                log.exception("MCP drift check of %s failed", name)
+                self._note(name, _error(name, f"{type(error).__name__}: {error}"))
+            await asyncio.sleep(self.every)
+
+    async def _check(self, name: str, tier: str, opened: Any) -> dict[str, Any]:
+        """One check on the open session (a failure to list ends the session: the caller opens another)."""
+        from infra.mcp.sync import list_inventory
+        checked_at = _now()
+        inventory = await list_inventory(name, opened, self.state.settings, io.StringIO())
         try:
-            connection, tier = await self._on_writer(lambda ctx: self._entry(ctx, name))
-            inventory = await read_inventory_async(name, connection, self.state.settings, io.StringIO())
             document = await self._on_writer(lambda ctx: self._plan(ctx, name, tier, inventory))
-        except ToolcatError as error:  # unreachable, too slow, broke the protocol, removed meanwhile
-            return {"name": name, "state": "error", "checked_at": checked_at, "error": error.message}
-        except Exception as error:  # noqa: BLE001 - whatever else: shown, never the server's failure
-            log.exception("MCP drift check of %s failed", name)
-            return {"name": name, "state": "error", "checked_at": checked_at, "error": f"{type(error).__name__}: {error}"}
+        except ToolcatError as error:  # a rule the plan cannot get past, the server removed meanwhile
+            return _error(name, error.message, checked_at)
         drift = document["drift"]
         return {"name": name, "state": "drift" if drift else "in_sync", "checked_at": checked_at,
                 "proposal_id": document["proposal_id"] if drift else None, "commands": len(document["commands"]),
@@ -122,8 +151,9 @@ class DriftWatch:
         return await asyncio.wrap_future(self.state.writer.submit(run_there))
 
     @staticmethod
-    def _server_names(ctx: Context) -> list[str]:
-        return [row[0] for row in run(ctx.read_model(), "SELECT name FROM mcp_servers ORDER BY name")]
+    def _entries(ctx: Context) -> dict[str, int]:
+        """Each registered server, by the position of its last add or change."""
+        return dict(run(ctx.read_model(), "SELECT name, valid_from FROM mcp_servers ORDER BY name"))
 
     @staticmethod
     def _entry(ctx: Context, name: str) -> tuple[Any, str]:
@@ -143,6 +173,14 @@ class DriftWatch:
         elif document["proposal_id"]:
             self._held[name] = (tools_hash, document["proposal_id"])
         return document
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _error(name: str, message: str, checked_at: str | None = None) -> dict[str, Any]:
+    return {"name": name, "state": "error", "checked_at": checked_at or _now(), "error": message}
 
 
 def _is_open(ctx: Context, proposal_id: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from domain.base import Meta
 from domain.errors import CatalogRuleError
@@ -22,6 +22,9 @@ from domain.schema_check import schema_problems
 from domain.schema_compat import breaking_changes
 from infra.context import Context
 from infra.settings import Settings
+
+if TYPE_CHECKING:
+    from infra.mcp.sessions import Opened
 
 _PROGRESS_PAGES = 10  # a listing of more pages than this tells its progress on stderr
 
@@ -39,32 +42,37 @@ def read_inventory(server: str, connection: Connection, settings: Settings, prog
 
 async def read_inventory_async(server: str, connection: Connection, settings: Settings, progress: TextIO
                                ) -> Inventory:
-    from mcp import types
     from infra.mcp.sessions import open_session
     async with open_session(server, connection, settings) as opened:
-        tools: list[dict[str, Any]] = []
-        cursor, seen, page = None, set(), 0
-        while True:
-            page += 1
-            params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
-            result = await opened.call(f"tools/list (page {page})", opened.session.list_tools(params=params))
-            tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools]
-            if len(tools) > settings.mcp_max_tools:
-                raise TooManyTools(f"MCP server '{server}' lists more than {settings.mcp_max_tools} tools "
-                                   "(TOOLCAT_MCP_MAX_TOOLS); nothing was read into the catalog", server=server,
-                                   limit=settings.mcp_max_tools)
-            if page % _PROGRESS_PAGES == 0:
-                progress.write(f"mcp sync {server}: {len(tools)} tools read ({page} pages)\n")
-            cursor = result.next_cursor
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise opened.failure(f"answered tools/list page {page} with a cursor it gave before")
-            seen.add(cursor)
-        info, init = opened.initialized.server_info, opened.initialized
-        return Inventory(server_name=info.name if info else None, server_version=info.version if info else None,
-                         protocol_version=init.protocol_version, tools=tools,
-                         listed_at=datetime.now(timezone.utc).isoformat())
+        return await list_inventory(server, opened, settings, progress)
+
+
+async def list_inventory(server: str, opened: Opened, settings: Settings, progress: TextIO) -> Inventory:
+    """Every page of tools/list on an open session."""
+    from mcp import types
+    tools: list[dict[str, Any]] = []
+    cursor, seen, page = None, set(), 0
+    while True:
+        page += 1
+        params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+        result = await opened.call(f"tools/list (page {page})", opened.session.list_tools(params=params))
+        tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools]
+        if len(tools) > settings.mcp_max_tools:
+            raise TooManyTools(f"MCP server '{server}' lists more than {settings.mcp_max_tools} tools "
+                               "(TOOLCAT_MCP_MAX_TOOLS); nothing was read into the catalog", server=server,
+                               limit=settings.mcp_max_tools)
+        if page % _PROGRESS_PAGES == 0:
+            progress.write(f"mcp sync {server}: {len(tools)} tools read ({page} pages)\n")
+        cursor = result.next_cursor
+        if cursor is None:
+            break
+        if cursor in seen:
+            raise opened.failure(f"answered tools/list page {page} with a cursor it gave before")
+        seen.add(cursor)
+    info, init = opened.initialized.server_info, opened.initialized
+    return Inventory(server_name=info.name if info else None, server_version=info.version if info else None,
+                     protocol_version=init.protocol_version, tools=tools,
+                     listed_at=datetime.now(timezone.utc).isoformat())
 
 
 def _server_rows(ctx: Context, name: str) -> tuple[str | None, set[str]]:

@@ -90,3 +90,18 @@ def test_the_check_is_off_by_default(cli: Any, home: Path, tmp_path: Path) -> No
     with serving(home) as served, served.client() as client:
         # Then its health says nothing of MCP servers, as before the check existed
         assert set(client.get("/v1/health").json()) == {"status", "position", "store_head"}
+
+
+def test_a_server_that_says_its_tools_changed_is_checked_at_once(cli: Any, home: Path, tmp_path: Path) -> None:
+    # Given the in-repo server `shop`, synced and applied, which tells its client when its tool list changes
+    tools = write_tools(tmp_path / "tools.json", ECHO)
+    faulty(cli, "shop", tools, "--notify-changes")
+    ok(cli("mcp", "sync", "shop", "--apply"))
+    # When toolcat serve checks it only every hour, and the tool list changes once it has checked
+    with serving(home, env={"TOOLCAT_MCP_SYNC_SECONDS": "3600"}) as served, served.client() as client:
+        checked = health_until(client, lambda s: "shop" in s)["shop"]
+        assert checked["state"] == "in_sync"
+        write_tools(tools, ECHO, NOTE)
+        # Then the server's notifications/tools/list_changed has it checked again well before the hour
+        servers = health_until(client, lambda s: s["shop"]["state"] == "drift")
+        assert servers["shop"]["checked_at"] > checked["checked_at"] and servers["shop"]["proposal_id"]
