@@ -47,7 +47,8 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,
-                   web_router(state.new_cursor, Depends(require("read")))):
+                   web_router(state.new_cursor, Depends(require("read")),
+                              mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None)):
         app.include_router(router)
     app.add_exception_handler(ToolcatError, _toolcat_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

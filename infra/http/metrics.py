@@ -2,6 +2,7 @@
 seconds, batch duration, events applied (and per second), and request latency by route."""
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,12 @@ class ServerMetrics:
                                         "when snapshot.duckdb was last published (Unix time)", registry=r)
         self.write_group = Histogram("toolcat_write_group_commands", "write commands recorded by one store commit",
                                      buckets=(1, 2, 4, 8, 16, 32), registry=r)
+        self.mcp_drift = Gauge("toolcat_mcp_drift", "1 when the MCP server's tools/list differs from the catalog "
+                               "at its last check (TOOLCAT_MCP_SYNC_SECONDS)", ["server"], registry=r)
+        self.mcp_check_failed = Gauge("toolcat_mcp_check_failed", "1 when the last drift check could not read "
+                                      "the MCP server's tools/list", ["server"], registry=r)
+        self.mcp_checked = Gauge("toolcat_mcp_checked_timestamp_seconds", "when the MCP server was last "
+                                 "checked for drift (Unix time)", ["server"], registry=r)
         self.requests = Histogram("toolcat_http_request_duration_seconds", "request latency by route",
                                   ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=r)
 
@@ -52,6 +59,19 @@ class ServerMetrics:
             self.events_per_second.set(events / seconds if seconds > 0 else 0)
         if recorded_at is not None:
             self.visible_seconds.observe(max(0.0, time.time() - recorded_at))
+
+
+    def mcp_check(self, server: str, state: str) -> None:
+        """A drift check of `server` ended: "in_sync", "drift" or "error" (drift then keeps its last value)."""
+        self.mcp_checked.labels(server).set(time.time())
+        self.mcp_check_failed.labels(server).set(state == "error")
+        if state != "error":
+            self.mcp_drift.labels(server).set(state == "drift")
+
+    def forget_mcp_server(self, server: str) -> None:
+        for gauge in (self.mcp_drift, self.mcp_check_failed, self.mcp_checked):
+            with contextlib.suppress(KeyError):
+                gauge.remove(server)
 
 
 class RequestTimer:

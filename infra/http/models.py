@@ -114,6 +114,9 @@ class Health(Document):
     status: Literal["ok", "failing"]
     position: int
     store_head: int
+    # While `toolcat serve` checks its MCP servers (TOOLCAT_MCP_SYNC_SECONDS > 0): {"every_seconds": N,
+    # "servers": [{"name", "state": "in_sync"|"drift"|"error", "checked_at", "proposal_id", "error", …}]}
+    mcp: dict[str, Any] | None = None
 
 
 class Problem(Document):

@@ -17,6 +17,8 @@ def health(request: Request) -> Response:
                 "store_head": state.store_head()}
     if state.failure:
         document["failure"] = state.failure
+    if state.mcp_drift is not None and (drift := state.mcp_drift.report()) is not None:
+        document["mcp"] = drift  # only while the MCP drift check runs (TOOLCAT_MCP_SYNC_SECONDS > 0)
     return json_response(document)
 
 

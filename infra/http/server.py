@@ -17,6 +17,7 @@ from infra.http.address import ServerAddress, forget_address, live_address, reco
 from infra.http.answers import AnswerRead
 from infra.http.app import create_app
 from infra.http.auth import TokenBook, is_loopback, tokens_configured
+from infra.http.mcp_drift import DriftWatch
 from infra.http.metrics import ServerMetrics
 from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
@@ -73,6 +74,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         raise
     address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
     publisher = SnapshotPublisher(state)
+    state.mcp_drift = DriftWatch(state)
     app = create_app(state, TokenBook(settings.home, address.token), publisher, answer_read)
     # http="httptools": parse HTTP in C (uvicorn's default picks it only when installed; it is a dependency,
     # so a missing one fails loudly instead of silently serving at h11's pace).
@@ -85,12 +87,14 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     state.start()
     try:
         publisher.start()
+        state.mcp_drift.start()
         record_address(settings.home, address)
         say(f"serving {settings.home} at {address.url} (from the {source}); OpenAPI at {address.url}/openapi.json")
         server.run(sockets=[sock])
     finally:
         forget_address(settings.home, address.pid)
         publisher.stop()
+        state.mcp_drift.stop()  # before the writer stops: a check may be waiting for it
         state.stop()
         sock.close()
         for sig, handler in previous.items():

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -27,6 +28,9 @@ from infra.wiring import open_catalog, open_read_model
 from projections.tracking import Tracking
 from projections.rows import run, scalar
 from projections.user_sql import sandbox_config
+
+if TYPE_CHECKING:
+    from infra.http.mcp_drift import DriftWatch
 
 log = logging.getLogger("toolcat.serve")
 
@@ -87,6 +91,7 @@ class ServerState:
         # before it announces the position that reads wait for.
         self.on_caught_up: list[Callable[[], None]] = []
         self._caught_up = False
+        self.mcp_drift: DriftWatch | None = None  # set by `serve`: the MCP drift check (mcp_drift.py)
         self._thread: threading.Thread | None = None
         metrics.watch_lag(self.lag)
 

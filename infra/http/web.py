@@ -40,7 +40,7 @@ nav{margin-bottom:1rem}nav a{color:#2f6fdf}footer{margin-top:2rem;color:#5b6475;
 h2 small{font-weight:400;color:#5b6475}.badge{display:inline-block;font-size:.75rem;font-weight:600;
 padding:.05rem .4rem;border-radius:.6rem;margin:0 .15rem;background:#e6e9ef}
 .canonical,.enabled{background:#dcf2e3}.alias{background:#e3ecfb}.deprecated{background:#fff3cd}
-.retired,.invalid{background:#fde2e1}.shim{background:#ece3fb}
+.retired,.invalid,.drift,.error{background:#fde2e1}.in_sync{background:#dcf2e3}.shim{background:#ece3fb}
 .disabled_invalid_schema,.disabled_by_state_mode,.disabled_by_agent_allowlist{background:#fde2e1}
 span.alias-id{white-space:nowrap;margin-right:.4rem}
 """)
@@ -126,14 +126,16 @@ def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnecti
     return HTMLResponse(_TEMPLATES.get_template(template).render(style=_STYLE, **context))
 
 
-def web_router(reader: Reader, *dependencies: Any) -> APIRouter:
+def web_router(reader: Reader, *dependencies: Any,
+               mcp_drift: Callable[[], dict[str, Any] | None] = lambda: None) -> APIRouter:
     """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
-    each page closes when done. `dependencies` run before every page (the server's: the `read` scope)."""
+    each page closes when done. `dependencies` run before every page (the server's: the `read` scope).
+    `mcp_drift()`: what the server's MCP drift check found (infra/http/mcp_drift.py; None: it is off)."""
     router = APIRouter(include_in_schema=False, dependencies=list(dependencies))
 
     @router.get("/", response_class=HTMLResponse)
     def catalog_page() -> HTMLResponse:
-        return _page(reader, "catalog.html", catalog_view)
+        return _page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()})
 
     @router.get("/subjects/{subject}", response_class=HTMLResponse)
     def subject_page(subject: str) -> HTMLResponse:

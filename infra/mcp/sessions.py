@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
@@ -101,10 +101,18 @@ async def _transport(connection: Connection, secrets: dict[str, str], settings: 
 
 
 @asynccontextmanager
-async def open_session(server: str, connection: Connection, settings: Settings) -> AsyncIterator[Opened]:
-    """A started, initialized session to `server`; closed (its process stopped) on exit."""
+async def open_session(server: str, connection: Connection, settings: Settings,
+                       on_tools_changed: Callable[[], None] | None = None) -> AsyncIterator[Opened]:
+    """A started, initialized session to `server`; closed (its process stopped) on exit.
+    `on_tools_changed()`: called when the server sends `notifications/tools/list_changed`."""
     import anyio
+    from mcp import types
     from mcp.client.session import ClientSession
+
+    async def heard(message: Any) -> None:
+        if on_tools_changed is not None and isinstance(message, types.ToolListChangedNotification):
+            on_tools_changed()
+        await anyio.lowlevel.checkpoint()
     refs = connection.env_refs if connection.transport == "stdio" else connection.header_refs
     resolved = resolve_all(refs)
     secrets = {v for v in resolved.values() if v}
@@ -117,8 +125,8 @@ async def open_session(server: str, connection: Connection, settings: Settings) 
             scope.deadline = anyio.current_time() + connect
             try:
                 async with _transport(connection, resolved, settings, stderr) as (read, write):
-                    async with ClientSession(read, write, read_timeout_seconds=settings.mcp_request_seconds) \
-                            as session:
+                    async with ClientSession(read, write, read_timeout_seconds=settings.mcp_request_seconds,
+                                             message_handler=heard) as session:
                         initialized = await session.initialize()
                         scope.deadline = math.inf  # connected: later requests have their own bound
                         opened = Opened(server, session, initialized, settings, secrets, stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from domain.base import Meta
 from domain.commands.mcp import McpSync
@@ -27,6 +27,9 @@ from infra.context import Context
 from infra.reply import Block, Reply, Table
 from infra.settings import Settings
 
+if TYPE_CHECKING:
+    from infra.mcp.sessions import Opened
+
 _PROGRESS_PAGES = 10  # a listing of more pages than this tells its progress on stderr
 
 
@@ -38,36 +41,42 @@ def read_inventory(server: str, connection: Connection, settings: Settings, prog
                    ) -> Inventory:
     """Every page of the server's tools/list (at most TOOLCAT_MCP_MAX_TOOLS tools), with its serverInfo."""
     import anyio
-    return anyio.run(_read_inventory, server, connection, settings, progress or sys.stderr)
+    return anyio.run(read_inventory_async, server, connection, settings, progress or sys.stderr)
 
 
-async def _read_inventory(server: str, connection: Connection, settings: Settings, progress: TextIO) -> Inventory:
-    from mcp import types
+async def read_inventory_async(server: str, connection: Connection, settings: Settings, progress: TextIO
+                               ) -> Inventory:
     from infra.mcp.sessions import open_session
     async with open_session(server, connection, settings) as opened:
-        tools: list[dict[str, Any]] = []
-        cursor, seen, page = None, set(), 0
-        while True:
-            page += 1
-            params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
-            result = await opened.call(f"tools/list (page {page})", opened.session.list_tools(params=params))
-            tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools]
-            if len(tools) > settings.mcp_max_tools:
-                raise TooManyTools(f"MCP server '{server}' lists more than {settings.mcp_max_tools} tools "
-                                   "(TOOLCAT_MCP_MAX_TOOLS); nothing was read into the catalog", server=server,
-                                   limit=settings.mcp_max_tools)
-            if page % _PROGRESS_PAGES == 0:
-                progress.write(f"mcp sync {server}: {len(tools)} tools read ({page} pages)\n")
-            cursor = result.next_cursor
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise opened.failure(f"answered tools/list page {page} with a cursor it gave before")
-            seen.add(cursor)
-        info, init = opened.initialized.server_info, opened.initialized
-        return Inventory(server_name=info.name if info else None, server_version=info.version if info else None,
-                         protocol_version=init.protocol_version, tools=tools,
-                         listed_at=datetime.now(timezone.utc).isoformat())
+        return await list_inventory(server, opened, settings, progress)
+
+
+async def list_inventory(server: str, opened: Opened, settings: Settings, progress: TextIO) -> Inventory:
+    """Every page of tools/list on an open session."""
+    from mcp import types
+    tools: list[dict[str, Any]] = []
+    cursor, seen, page = None, set(), 0
+    while True:
+        page += 1
+        params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+        result = await opened.call(f"tools/list (page {page})", opened.session.list_tools(params=params))
+        tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools]
+        if len(tools) > settings.mcp_max_tools:
+            raise TooManyTools(f"MCP server '{server}' lists more than {settings.mcp_max_tools} tools "
+                               "(TOOLCAT_MCP_MAX_TOOLS); nothing was read into the catalog", server=server,
+                               limit=settings.mcp_max_tools)
+        if page % _PROGRESS_PAGES == 0:
+            progress.write(f"mcp sync {server}: {len(tools)} tools read ({page} pages)\n")
+        cursor = result.next_cursor
+        if cursor is None:
+            break
+        if cursor in seen:
+            raise opened.failure(f"answered tools/list page {page} with a cursor it gave before")
+        seen.add(cursor)
+    info, init = opened.initialized.server_info, opened.initialized
+    return Inventory(server_name=info.name if info else None, server_version=info.version if info else None,
+                     protocol_version=init.protocol_version, tools=tools,
+                     listed_at=datetime.now(timezone.utc).isoformat())
 
 
 def _server_rows(ctx: Context, name: str) -> tuple[str | None, set[str]]:
@@ -139,10 +148,14 @@ def affected(ctx: Context, changes: dict[str, str]) -> list[dict[str, Any]]:
 def sync(ctx: Context, name: str, mode: str, meta: Meta) -> dict[str, Any]:
     """mode: "plan" (hold the proposal), "apply" (and apply it when nothing in it is destructive) or "check"
     (hold nothing, write nothing; the document's `drift` says whether the live inventory differs)."""
-    from infra import proposals
     server = ctx.catalog.mcp_server(name)
-    inventory = read_inventory(name, server.connection, ctx.settings)
-    found = imported(name, server.tier, inventory)
+    return planned(ctx, name, server.tier, read_inventory(name, server.connection, ctx.settings), mode, meta)
+
+
+def planned(ctx: Context, name: str, tier: str, inventory: Inventory, mode: str, meta: Meta) -> dict[str, Any]:
+    """`sync`'s document for an inventory already read (serve's drift check reads it off the writer)."""
+    from infra import proposals
+    found = imported(name, tier, inventory)
     last_hash, gone_before = _server_rows(ctx, name)
     state = desired_state(ctx, name, found, gone_before)
     tools_hash = inventory.tools_hash()

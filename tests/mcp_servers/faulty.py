@@ -1,7 +1,10 @@
 """A small MCP server on the official SDK, for the sync's stories: it lists the tools of a JSON file (read
 at each tools/list, so a story can change them between syncs), in pages, and can play a faulty server.
 
-    python faulty.py TOOLS.json [--page-size N] [--fault exit|hang-initialize|die-mid-list|many:N]
+    python faulty.py TOOLS.json [--page-size N] [--fault exit|hang-initialize|die-mid-list|many:N] [--notify-changes]
+
+--notify-changes: once a client has listed the tools, a change of TOOLS.json (its modification time) is
+sent to it as `notifications/tools/list_changed`.
 
 TOOLS.json: a list of MCP tool objects ({"name", "description", "inputSchema", "annotations", …}), passed
 as they are (invalid schemas and duplicate names included)."""
@@ -17,7 +20,7 @@ from typing import Any
 
 import anyio
 from mcp import types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 
@@ -35,6 +38,7 @@ def main() -> None:
     parser.add_argument("tools", type=Path)
     parser.add_argument("--page-size", type=int, default=50)
     parser.add_argument("--fault", default="")
+    parser.add_argument("--notify-changes", action="store_true")
     options = parser.parse_args()
     if options.fault == "exit":
         sys.stderr.write("faulty: exiting at once, as asked\n")
@@ -44,7 +48,10 @@ def main() -> None:
         while True:
             time.sleep(3600)
 
+    listeners: list[Any] = []  # the session of the client that listed the tools
+
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        listeners[:] = [ctx.session]
         start = int(params.cursor) if params is not None and params.cursor else 0
         if start > 0 and options.fault == "die-mid-list":
             sys.stderr.write("faulty: dying in the middle of tools/list\n")
@@ -58,9 +65,22 @@ def main() -> None:
 
     server = Server("faulty", version="1.0.0", on_list_tools=list_tools)
 
+    async def tell_changes() -> None:
+        seen = options.tools.stat().st_mtime_ns
+        while True:
+            await anyio.sleep(0.1)  # a test server's look at its file, not a wait for anything
+            now = options.tools.stat().st_mtime_ns
+            if now != seen and listeners:
+                seen = now
+                await listeners[0].send_tool_list_changed()
+
     async def run() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        notify = NotificationOptions(tools_changed=options.notify_changes)
+        async with stdio_server() as (read, write), anyio.create_task_group() as tasks:
+            if options.notify_changes:
+                tasks.start_soon(tell_changes)
+            await server.run(read, write, server.create_initialization_options(notify))
+            tasks.cancel_scope.cancel()
     anyio.run(run)
 
 
