@@ -74,6 +74,22 @@ def tokens(home: Path, **scopes: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
+def admin_client(home: Path) -> Iterator[httpx.Client]:
+    """A client of a server started on `home` (made here) with a read, write and audit token."""
+    home.mkdir()
+    keys = tokens(home, admin="read,write,audit")
+    with serving(home) as served, served.client(keys["admin"]) as client:
+        yield client
+
+
+def posted(client: httpx.Client, path: str, body: dict[str, Any], status: int = 200) -> dict[str, Any]:
+    """A POST's JSON answer, once its status is the one expected."""
+    response = client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
 def following_state(settings: Any) -> Iterator[Any]:
     """The server's owner of the read model, in this process, following the store every 50 ms; stopped after."""
     from infra.http.metrics import ServerMetrics

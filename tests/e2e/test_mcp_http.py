@@ -8,12 +8,11 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.serving import serving, tokens
+from tests.serving import admin_client, posted
 from tests.support import PROJECT_ROOT
 
 FAULTY = PROJECT_ROOT / "tests" / "mcp_servers" / "faulty.py"
@@ -25,17 +24,8 @@ SECRET = "s3cr3t-Planted-Value-78"
 
 @pytest.fixture(scope="module")
 def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    home = tmp_path_factory.mktemp("mcp") / "home"
-    home.mkdir()
-    keys = tokens(home, admin="read,write,audit")
-    with serving(home) as served, served.client(keys["admin"]) as client:
+    with admin_client(tmp_path_factory.mktemp("mcp") / "home") as client:
         yield client
-
-
-def posted(client: httpx.Client, path: str, body: dict[str, Any], status: int = 200) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
 
 
 def added(client: httpx.Client, name: str, tools: Path) -> None:

@@ -3,13 +3,12 @@ posted to /v1/proposal/make is planned and held; /v1/proposal/apply confirms it 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 import yaml
 
-from tests.serving import serving, tokens
+from tests.serving import admin_client, posted
 from tests.support import PROJECT_ROOT
 
 MANIFEST = yaml.safe_load((PROJECT_ROOT / "examples" / "spring-voyage.manifest.yaml").read_text())
@@ -17,17 +16,8 @@ MANIFEST = yaml.safe_load((PROJECT_ROOT / "examples" / "spring-voyage.manifest.y
 
 @pytest.fixture(scope="module")
 def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    home = tmp_path_factory.mktemp("proposals") / "home"
-    home.mkdir()
-    keys = tokens(home, admin="read,write,audit")
-    with serving(home) as served, served.client(keys["admin"]) as client:
+    with admin_client(tmp_path_factory.mktemp("proposals") / "home") as client:
         yield client
-
-
-def posted(client: httpx.Client, path: str, body: dict[str, Any], status: int = 200) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
 
 
 def test_a_manifest_is_planned_then_applied_by_its_id(admin: httpx.Client) -> None:
