@@ -5,20 +5,24 @@ A plain module, so that tests, fixtures and child processes (`python -c "from te
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from domain.base import RECORDING_CLOCK
 from infra.cli import main
 from infra.dev.demo import EXAMPLES, script, script_lines
 from infra.dev.example_clock import ExampleClock
@@ -134,20 +138,47 @@ def answered_here(argv: list[str]) -> Run:
 def run_example(home: Path, name: str = "tyrum", actor: str = "tester") -> None:
     """Store a bundled example story in `home` as the demo does: each command at its example clock's time
     (its history spans months, so date questions answer as in docs/analysts.md)."""
-    clock = ExampleClock()
-    for moment, args in script(EXAMPLES / f"{name}.toolcat"):
-        if moment is not None:
-            clock.set(moment)
-        with clock.recording():
-            run_in_process(home, [args], actor)
+    def build(into: Path) -> None:
+        clock = ExampleClock()
+        for moment, args in script(EXAMPLES / f"{name}.toolcat"):
+            if moment is not None:
+                clock.set(moment)
+            with clock.recording():
+                _run_commands(into, [args], actor)
+    _built_once(home, ("example", name, actor), build)
 
 
 def run_in_process(home: Path, commands: Iterable[list[str]], actor: str = "tester") -> None:
-    """Run toolcat commands in this process against `home` (fast); each must succeed."""
+    """Run toolcat commands in this process against `home` (fast); each must succeed. A home that does not
+    exist yet is a copy of the one these commands built first in this process."""
+    listed = [list(args) for args in commands]
+    key = ("commands", actor, *(tuple(args) for args in listed))
+    _built_once(home, key, lambda into: _run_commands(into, listed, actor))
+
+
+def _run_commands(home: Path, commands: list[list[str]], actor: str) -> None:
     with toolcat_environ(actor):
         for args in commands:
             run = toolcat_in_process(home, *args)
             assert run.code == 0, f"toolcat {' '.join(args)} failed with exit {run.code}: {run.stderr.strip()}"
+
+
+# Homes built in this process, by what built them: a story stored once is copied for every other test that
+# starts from it (a copy costs milliseconds, the story seconds). Only for homes that do not exist yet.
+_BUILT_HOMES: dict[tuple[Any, ...], Path] = {}
+
+
+def _built_once(home: Path, key: tuple[Any, ...], build: Callable[[Path], None]) -> None:
+    if home.exists() or RECORDING_CLOCK.get() is not None:  # a caller's clock: its own times, not a copy's
+        build(home)
+        return
+    built = _BUILT_HOMES.get(key)
+    if built is None or not built.exists():
+        built = Path(tempfile.mkdtemp(prefix="toolcat-built-")) / "home"
+        atexit.register(shutil.rmtree, built.parent, True)
+        build(built)
+        _BUILT_HOMES[key] = built
+    shutil.copytree(built, home)
 
 
 def run_python_child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
