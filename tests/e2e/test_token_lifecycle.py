@@ -163,3 +163,32 @@ def test_still_valid_follows_the_token_file(home: Path) -> None:
     assert book.still_valid(principal)
     token(home, "revoke", "agent")
     assert not book.still_valid(principal)
+
+
+# -- idempotency keys belong to their actor (finding 4) ----------------------------------------------------
+def post(client: httpx.Client, path: str, body: dict[str, Any], key: str) -> httpx.Response:
+    return client.post(path, json=body, headers={"Idempotency-Key": key})
+
+
+def test_the_same_idempotency_key_from_two_tokens_is_two_commands(served: Served) -> None:
+    # Given two writers
+    alice = token(served.home, "create", "alice", "--scope", "write")["token"]
+    bob = token(served.home, "create", "bob", "--scope", "write")["token"]
+    with served.client(alice) as a, served.client(bob) as b:
+        # When both use the same key for their own writes, each is carried out, with its own positions
+        first = post(a, "/v1/unit/create", {"unit": "alices"}, "shared-key")
+        second = post(b, "/v1/unit/create", {"unit": "bobs"}, "shared-key")
+        assert first.status_code == 200 and second.status_code == 200, second.text
+        assert first.json()["position"] != second.json()["position"] and second.json()["events"]
+        # And a retry by either answers as its own first time did
+        assert post(a, "/v1/unit/create", {"unit": "alices"}, "shared-key").json() == first.json()
+        assert post(b, "/v1/unit/create", {"unit": "bobs"}, "shared-key").json() == second.json()
+        # And a token's own key used for another request is still a conflict
+        reused = post(a, "/v1/unit/create", {"unit": "another"}, "shared-key")
+        assert reused.status_code == 409 and reused.json()["code"] == "idempotency_key_reused"
+        # And another token's identical request is its own command: here a duplicate, not alice's answer
+        tool = {"id": "acme.keyed", "source": "plugin", "plugin": "acme", "group": "extension", "tier": "advanced",
+                "visibility": "public"}
+        assert post(a, "/v1/tool/register", tool, "same-request").status_code == 200
+        again = post(b, "/v1/tool/register", tool, "same-request")
+        assert again.status_code == 422 and again.json()["code"] == "duplicate_tool"
