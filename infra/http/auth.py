@@ -192,7 +192,10 @@ class TokenBook:
 
     def __init__(self, home: Path, local_token: str) -> None:
         self.path = home / TOKENS_FILE
-        self.local = (digest(local_token), Principal(name="toolcat-cli", scopes=frozenset({"read", "audit"})))
+        # The server's own command line reads, audits and asks for snapshots (`export`); "snapshot" is no
+        # scope a token can be made with.
+        self.local = (digest(local_token), Principal(name="toolcat-cli", scopes=frozenset({"read", "audit",
+                                                                                          "snapshot"})))
         self._stamp: tuple[int, int, int] | None = None
         self._by_digest: dict[str, Principal] = {}
         self._used: dict[str, str] = {}
@@ -255,8 +258,12 @@ def is_loopback(host: str | None) -> bool:
         return host == "localhost"
 
 
-def require(scope: str) -> Any:
-    """A dependency: the principal making the request, which must hold `scope`."""
+def require(scope: str, *others: str, writes: bool = False) -> Any:
+    """A dependency: the principal making the request, which must hold `scope` (or one of `others`).
+    `writes`: the request changes the store, which neither anonymous clients nor the server's own command
+    line (its token only reads and asks for snapshots) may do, whatever scope the route asks for."""
+    accepted = (scope, *others)
+
     # In the event loop (async), not FastAPI's thread pool: a stat of the token file and a digest cost less
     # than the hop.
     async def authorize(request: Request,
@@ -273,12 +280,13 @@ def require(scope: str) -> Any:
             book.used(principal)
         elif book.configured():
             raise Unauthenticated("a bearer token is required (Authorization: Bearer TOKEN)")
-        elif scope in ANONYMOUS.scopes and is_loopback(request.client.host if request.client else None):
+        elif not writes and scope in ANONYMOUS.scopes and is_loopback(request.client.host if request.client else None):
             principal = ANONYMOUS
         else:
-            raise Unauthenticated(f"anonymous {scope} requests are refused: create a token with "
+            what = "writes" if writes else f"{scope} requests"
+            raise Unauthenticated(f"anonymous {what} are refused: create a token with "
                                   f"'toolcat token create NAME --scope {scope}'", scope=scope)
-        if scope not in principal.scopes:
+        if not principal.scopes & set(accepted) or (writes and principal is book.local[1]):
             raise Forbidden(f"the token of '{principal.name}' lacks the '{scope}' scope", scope=scope,
                             token=principal.name)
         return principal

@@ -192,3 +192,21 @@ def test_the_same_idempotency_key_from_two_tokens_is_two_commands(served: Served
         assert post(a, "/v1/tool/register", tool, "same-request").status_code == 200
         again = post(b, "/v1/tool/register", tool, "same-request")
         assert again.status_code == 422 and again.json()["code"] == "duplicate_tool"
+
+
+# -- scopes: snapshot needs write, every /v1/audit/* needs audit (finding 5) ---------------------------------
+def test_a_snapshot_needs_write_and_an_audit_seal_needs_audit(served: Served) -> None:
+    made = {name: token(served.home, "create", name, "--scope", scope)["token"]
+            for name, scope in (("reader", "read"), ("writer", "write"), ("auditor", "audit"))}
+    with served.client(made["reader"]) as reader, served.client(made["writer"]) as writer, \
+            served.client(made["auditor"]) as auditor:
+        # A reader may not make the server publish a snapshot (each publication pauses the writer)
+        refused = reader.post("/v1/snapshot")
+        assert refused.status_code == 403 and refused.json()["details"]["scope"] == "write"
+        assert writer.post("/v1/snapshot").status_code == 200
+        # Sealing the audit chain is an audit act: the auditor may, a writer may not
+        refused = writer.post("/v1/audit/seal", json={})
+        assert refused.status_code == 403 and refused.json()["details"]["scope"] == "audit"
+        assert auditor.post("/v1/audit/seal", json={}).status_code == 200
+        assert auditor.get("/v1/audit/verify").json()["ok"] is True
+        assert reader.get("/v1/audit/verify").status_code == 403
