@@ -25,7 +25,7 @@ from typing import Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from domain.errors import UsageError
 from domain.grammar import check_name
@@ -54,6 +54,14 @@ class Principal(BaseModel):
     expires_at: datetime | None = None
     # Which token (its digest), so that a replaced or revoked one is told apart from its successor.
     key: str | None = Field(None, repr=False, exclude=True)
+
+    @field_validator("subject")
+    @classmethod
+    def _a_subject(cls, subject: str | None) -> str | None:
+        if subject is not None:
+            kind, name = parse_subject(subject)
+            check_name(name, kind)
+        return subject
 
     def expired(self, now: datetime | None = None) -> bool:
         return self.expires_at is not None and (now or datetime.now(timezone.utc)) >= self.expires_at
