@@ -27,7 +27,7 @@ def create_token(home: Path, name: str, scope: str, subject: str | None, expires
     """`toolcat token create`: the new token (shown once) and what is recorded of it."""
     from infra.http import auth
     duration = None if expires_in is None else auth.parse_duration(expires_in)
-    return auth.create_token(home, name, auth.parse_scopes(scope), subject, duration)
+    return auth.issue_token(home, name, auth.parse_scopes(scope), subject, duration)
 
 
 def list_tokens(home: Path) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def serving(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterat
 
 def tokens(home: Path, **scopes: str) -> dict[str, str]:
     """Tokens by name, e.g. tokens(home, admin="read,write,audit")."""
-    return {name: create_token(home, name, scope.split(","))["token"] for name, scope in scopes.items()}
+    return {name: create_token(home, name, scope.split(",")) for name, scope in scopes.items()}
 
 
 @contextlib.contextmanager

@@ -118,9 +118,15 @@ def check_binding(scopes: list[str], subject: str | None) -> str | None:
 
 
 def create_token(home: Path, name: str, scopes: list[str], subject: str | None = None,
-                 expires_in: timedelta | None = None) -> dict[str, Any]:
-    """A new token for `name` (replacing any earlier one of that name, which stops working at once): the
-    token itself (shown once) and what is recorded of it; only its digest is kept."""
+                 expires_in: timedelta | None = None) -> str:
+    """A new token for `name` (replacing any earlier one of that name, which stops working at once)."""
+    return issue_token(home, name, scopes, subject, expires_in)["token"]
+
+
+def issue_token(home: Path, name: str, scopes: list[str], subject: str | None = None,
+                expires_in: timedelta | None = None) -> dict[str, Any]:
+    """`create_token`'s token (shown once) with what is recorded of it (as `token list` shows it); only
+    its digest is kept."""
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise UsageError(f"token name {name!r} must be letters, digits, '-', '_' or '.'", name=name)
     subject = check_binding(scopes, subject)
