@@ -12,6 +12,8 @@ beside the token file (`tokens-used.json`), written at most once a minute, not o
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import json
@@ -20,6 +22,7 @@ import re
 import secrets
 import time
 from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,20 +137,22 @@ def issue_token(home: Path, name: str, scopes: list[str], subject: str | None = 
     now = datetime.now(timezone.utc).replace(microsecond=0)
     entry = {"name": name, "sha256": digest(token), "scopes": scopes, "created_at": now.isoformat(),
              "subject": subject, "expires_at": None if expires_in is None else (now + expires_in).isoformat()}
-    _save(home, [e for e in _load(home) if e["name"] != name] + [entry])
+    with _editing(home):
+        _save(home, [e for e in _load(home) if e["name"] != name] + [entry])
     return {"token": token, **listed(entry, None)}
 
 
 def revoke_token(home: Path, name: str) -> dict[str, Any]:
     """Forget the token of `name`: the server refuses it from its next request and ends its streams."""
-    entries = _load(home)
-    kept = [e for e in entries if e["name"] != name]
-    if len(kept) == len(entries):
-        known = sorted(e["name"] for e in entries)
-        raise UnknownToken(f"no token is named {name!r}" + (f" (tokens: {', '.join(known)})" if known else
-                                                                 " (this home has no tokens)"), name=name)
-    revoked = next(e for e in entries if e["name"] == name)
-    _save(home, kept)
+    with _editing(home):
+        entries = _load(home)
+        kept = [e for e in entries if e["name"] != name]
+        if len(kept) == len(entries):
+            known = sorted(e["name"] for e in entries)
+            raise UnknownToken(f"no token is named {name!r}" + (f" (tokens: {', '.join(known)})" if known else
+                                                                     " (this home has no tokens)"), name=name)
+        revoked = next(e for e in entries if e["name"] == name)
+        _save(home, kept)
     return listed(revoked, None)
 
 
@@ -160,6 +165,18 @@ def list_tokens(home: Path) -> list[dict[str, Any]]:
 def listed(entry: dict[str, Any], last_used: str | None) -> dict[str, Any]:
     return {"name": entry["name"], "scopes": entry["scopes"], "subject": entry.get("subject"),
             "created": entry["created_at"], "expires": entry.get("expires_at"), "last_used": last_used}
+
+
+@contextlib.contextmanager
+def _editing(home: Path) -> Iterator[None]:
+    """One edit of the token file at a time: two `token create` run together both keep their token."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(home / (TOKENS_FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def _save(home: Path, entries: list[dict[str, Any]]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from infra.http.auth import TOKENS_FILE, digest
 from tests.serving import Served, serving
-from tests.support import call_toolcat, error_of, ok, run_in_process, toolcat_env
+from tests.support import call_toolcat, error_of, ok, run_in_process, run_toolcat, toolcat_env
 
 STORY = [["init", "--policy", "tyrum"], ["unit", "create", "eng"], ["agent", "create", "triage", "--unit", "eng"],
          ["tool", "register", "read", "--source", "builtin", "--group", "core", "--tier", "default",
@@ -210,3 +211,14 @@ def test_a_snapshot_needs_write_and_an_audit_seal_needs_audit(served: Served) ->
         assert auditor.post("/v1/audit/seal", json={}).status_code == 200
         assert auditor.get("/v1/audit/verify").json()["ok"] is True
         assert reader.get("/v1/audit/verify").status_code == 403
+
+
+def test_tokens_created_at_the_same_time_are_all_kept(home: Path) -> None:
+    # Given four `token create` processes started together on one home
+    env = toolcat_env("t", {"TOOLCAT_HOME": str(home)})
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda i: run_toolcat("token", "create", f"svc{i}", "--scope", "read", env=env,
+                                                    timeout=120), range(4)))
+    # Then each succeeded and each token is in the file
+    assert [run.code for run in runs] == [0] * 4, [run.stderr for run in runs if run.code]
+    assert sorted(t["name"] for t in token(home, "list")) == [f"svc{i}" for i in range(4)]
