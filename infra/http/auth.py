@@ -246,8 +246,8 @@ class TokenBook:
     def still_valid(self, principal: Principal) -> bool:
         """Whether `principal`'s token still counts: False once it was revoked, replaced by a new token of
         the same name, or expired. Cheap (a stat of the token file): streams ask every second."""
-        if principal.key is None:  # anonymous, or the server's own command line
-            return True
+        if principal.key is None:  # the server's own command line; anonymous until tokens exist
+            return principal is not ANONYMOUS or not self.configured()
         self._refresh()
         return principal.key in self._by_digest and not principal.expired()
 

@@ -75,14 +75,14 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
 
     async def changes() -> AsyncIterator[ServerSentEvent]:
         sent, tools, at = before, current, position
-        while not state.stopping.is_set():
+        while not state.stopping.is_set() and book.still_valid(principal):
             if changed := diff(sent, tools):
                 yield _event(subject, at, changed)
                 sent = tools
             waiter = state.batch_waiter()
             if state.position == at:
                 await _wait(waiter)
-            if await request.is_disconnected() or not book.still_valid(principal):
+            if await request.is_disconnected():
                 return
             applied = state.position
             if applied != at and sets.unchanged_since(subject, at):

@@ -118,6 +118,16 @@ def test_a_subject_bound_call_token_reads_nothing_over_http(served: Served) -> N
             assert answer.status_code == 403 and answer.json()["code"] == "forbidden"
 
 
+
+def test_an_anonymous_stream_ends_once_the_home_has_tokens(home: Path) -> None:
+    # Given a server without tokens, where a loopback client watches anonymously
+    run_in_process(home, STORY)
+    with serving(home) as server, open_stream(server, "") as (_, lines):
+        # When the first token is made, anonymous requests no longer count: nor does the open stream
+        token(home, "create", "first", "--scope", "read")
+        assert ended(lines)
+
+
 @pytest.mark.parametrize("args", [
     ["--scope", "call"],                                          # call needs a subject
     ["--scope", "read", "--subject", "agent:triage"],            # a subject is for call tokens only
