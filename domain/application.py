@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from domain.base import Meta
 from domain.errors import Conflict, IdempotencyKeyReused
 from domain.history import HistoryRecord, plain_sqlite_store, read_history
-from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id
+from domain.idempotency import IdempotencyKey, command_digest, idempotency_key_id, legacy_key_id
 from domain.name import NameClaim, name_key
 from domain.namespace import NamespaceClaim, namespace_key, namespace_of
 from domain.naming import NamingPolicy, preset
@@ -197,7 +197,7 @@ class CatalogApplication(Application[uuid.UUID]):
                  ) -> WriteResult:
         key = meta.idempotency_key
         digest = command_digest(command, args)
-        if key and self.already_done(key, digest):
+        if key and self.already_done(key, meta.actor, digest):
             return WriteResult(position=None, events=[], replayed_key=key)
         batch = Batch(self, meta)
         if command not in POLICY_FREE_COMMANDS:
@@ -210,7 +210,7 @@ class CatalogApplication(Application[uuid.UUID]):
         try:
             recordings = self._save(*batch.aggregates)
         except RecordConflictError as error:
-            if key and self.already_done(key, digest):
+            if key and self.already_done(key, meta.actor, digest):
                 return WriteResult(position=None, events=[], replayed_key=key)
             raise Conflict("another writer changed the catalog at the same time; nothing was written, "
                            "run the command again", command=command) from error
@@ -244,11 +244,15 @@ class CatalogApplication(Application[uuid.UUID]):
                            "plan again") from error
         return _written(recordings)
 
-    def already_done(self, key: str, digest: str) -> bool:
-        """Whether this very command already ran under `key`; the key used for another one is a conflict."""
-        used = self.get_or_none(idempotency_key_id(key), IdempotencyKey)
+    def already_done(self, key: str, actor: str, digest: str) -> bool:
+        """Whether this very command already ran under `actor`'s `key`; the key used for another one is a
+        conflict. Another actor's key is not this one's (a key stored before keys belonged to actors
+        counts for the actor its events name)."""
+        used = self.get_or_none(idempotency_key_id(key, actor), IdempotencyKey)
         if used is None:
-            return False
+            used = self.get_or_none(legacy_key_id(key), IdempotencyKey)
+            if used is None or used.actor != actor:
+                return False
         if used.digest != digest:
             raise IdempotencyKeyReused(
                 f"idempotency key '{key}' was already used for another command ({used.command})",

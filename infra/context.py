@@ -140,11 +140,13 @@ class Context:
         return self._con
 
     def events_of_key(self, key: str) -> list[dict[str, Any]]:
-        """The events a write recorded under an idempotency key (from the server when one runs)."""
+        """The events this command's actor's write recorded under an idempotency key (from the server when
+        one runs)."""
         from projections.queries import events_of_key
+        actor = self.meta().actor
         if self.server is not None:
-            return self.server.events_of_key(key)
-        return events_of_key(self.read_model(), key)
+            return self.server.events_of_key(key, actor)
+        return events_of_key(self.read_model(), key, actor)
 
     def close(self) -> None:
         self._leases.close()

@@ -81,7 +81,7 @@ def apply(ctx: Context, proposal_id: str, confirm_destructive: bool, meta: Meta)
     tagged = meta.model_copy(update={"idempotency_key": meta.idempotency_key or f"proposal:{proposal_id}"})
     key, digest = tagged.idempotency_key, command_digest("apply", {"proposal_id": proposal_id})
     assert key is not None
-    if catalog.already_done(key, digest):
+    if catalog.already_done(key, tagged.actor, digest):
         return WriteResult(position=None, events=[], replayed_key=key)
     proposal.require_open()
     catalog.require_unchanged_since(proposal)

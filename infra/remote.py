@@ -53,8 +53,9 @@ class ServerClient:
         path = template.format(**{name: quote(str(values.pop(name)), safe="") for name in _names(template)})
         return self._send(method, path, accept, **({"params": values} if method == "GET" else {"json": values}))
 
-    def events_of_key(self, key: str) -> list[dict[str, Any]]:
-        return self._send("GET", "/v1/events", "application/json", params={"idempotency_key": key})["events"]
+    def events_of_key(self, key: str, actor: str) -> list[dict[str, Any]]:
+        return self._send("GET", "/v1/events", "application/json",
+                          params={"idempotency_key": key, "actor": actor})["events"]
 
 
 def _names(template: str) -> list[str]:

@@ -157,9 +157,11 @@ def deprecation(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any] 
     return {**rows[0], "removal_release": removal, "removal_planned": planned}
 
 
-def events_of_key(con: duckdb.DuckDBPyConnection, key: str) -> list[dict[str, Any]]:
-    """The events a write recorded under an idempotency key, in order."""
-    return select_rows(con, "SELECT position, type FROM events WHERE idempotency_key = ? ORDER BY position", [key])
+def events_of_key(con: duckdb.DuckDBPyConnection, key: str, actor: str) -> list[dict[str, Any]]:
+    """The events `actor`'s write recorded under an idempotency key, in order (a key is its actor's:
+    another actor's write under the same key is another command)."""
+    return select_rows(con, "SELECT position, type FROM events WHERE idempotency_key = ? AND actor = ? "
+                            "ORDER BY position", [key, actor])
 
 
 def subject_exists(con: duckdb.DuckDBPyConnection, kind: str, name: str, at: int | None = None) -> bool:

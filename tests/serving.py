@@ -27,7 +27,7 @@ class Served:
 
     def client(self, token: str | None = None, **options: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **options)
+        return httpx.Client(base_url=self.url, headers=headers, **{"timeout": 60, **options})
 
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM, then the exit code (a hang fails the test)."""

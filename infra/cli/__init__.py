@@ -137,6 +137,8 @@ def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
     except UsageError as error:
         output.print_error(error, as_json, kind)
         return error.exit_code
+    from infra.private_home import keep_private
+    keep_private(resolved.home)  # before any file is made: the home's files are its owner's alone
     secrets = resolved.secrets()  # a driver's message may repeat the store URL or a password: never shown
     try:
         reply = execute(args, resolved)

@@ -20,7 +20,7 @@ from infra.reply import write_document
 from infra.freshness import Freshness
 from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, json_response, respond, run_command, server_of
-from infra.http.auth import require
+from infra.http.auth import Principal, require
 from infra.read_routes import READ_ROUTES
 from projections import queries
 
@@ -186,8 +186,11 @@ def audit_report(request: Request, alias: str | None = None, format: Literal["ht
 
 
 @router.get("/v1/events", responses=models.documented(models.WriteAnswer))
-def events(request: Request, idempotency_key: str, fresh: Fresh = FRESH, _: Any = READ) -> Response:
-    """What the write made under an idempotency key recorded (the answer it gave)."""
+def events(request: Request, idempotency_key: str, actor: str | None = None, fresh: Fresh = FRESH,
+           principal: Principal = READ) -> Response:
+    """What the write made under an idempotency key recorded (the answer it gave): `actor`'s key (by
+    default the token's own, the actor of its writes)."""
     replayed = WriteResult(position=None, events=[], replayed_key=idempotency_key)
+    of = actor or principal.name
     with server_of(request).read_model(fresh.freshness) as con:
-        return json_response(write_document(replayed, lambda key: queries.events_of_key(con, key)))
+        return json_response(write_document(replayed, lambda key: queries.events_of_key(con, key, of)))

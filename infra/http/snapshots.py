@@ -68,8 +68,10 @@ class SnapshotPublisher:
 
 
 @router.post("/v1/snapshot", response_model=Snapshot)
-def snapshot(request: Request, _: Any = Depends(require("read"))) -> Response:
-    """Publish `snapshot.duckdb` now, caught up with the store (nothing is copied when it already is)."""
+def snapshot(request: Request, _: Any = Depends(require("write", "snapshot"))) -> Response:
+    """Publish `snapshot.duckdb` now, caught up with the store (nothing is copied when it already is).
+    Needs `write`: a publication pauses the writer, so readers may not ask for one (the server's own
+    command line may, for `export`)."""
     state = server_of(request)
     state.wait_for(state.store_head() if state.source == "store" else state.position, 10.0)
     position = request.app.state.snapshots.publish()

@@ -58,11 +58,17 @@ async def write_reply(request: Request, command: Command, principal: Principal, 
     return await asyncio.wrap_future(state.writer.submit(call))
 
 
+def scope_of(command: str) -> str:
+    """The scope a write needs: `audit` for /v1/audit/* (`audit seal` records the chain's head, no catalog
+    change), `write` for the others."""
+    return "audit" if command.startswith("audit ") else "write"
+
+
 def _route(kind: type[Command]) -> Any:
     body_type = body_model(kind)
 
     async def write(request: Request, body: Annotated[body_type, Body()],  # type: ignore[valid-type]
-                    principal: Principal = Depends(require("write")),
+                    principal: Principal = Depends(require(scope_of(kind.name), writes=True)),
                     idempotency_key: str | None = KEY_HEADER) -> Response:
         assert isinstance(body, kind)
         return respond(request, await write_reply(request, body, principal, getattr(body, "reason"),
