@@ -35,7 +35,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, gr
                                            workload, schemas, mcp)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     root = Parser(prog="toolcat", description="An event-sourced catalog of the tools AI agents may call.")
     root.add_argument("--home", help="catalog home holding events.sqlite and catalog.duckdb "
                                      "(default TOOLCAT_HOME, else ./.toolcat)")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from domain.mcp_tools import DRIFT_EXIT
 from domain.taxonomy import TIERS
 from infra.cli.output import Reply, Table, plain
-from infra.cli.registry import Commands, Parser, read_text_file, write
+from infra.cli.registry import Commands, read_text_file, write
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
     from infra.context import Context
@@ -20,9 +20,7 @@ if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__i
 
 def register(commands: Commands) -> None:
     commands.group("mcp", "MCP servers: their entries, and syncing their tools into the catalog")
-    group = commands.groups["mcp"].add_parser("server", help="MCP server entries (how to reach one)")
-    commands.groups["mcp server"] = group.add_subparsers(dest="subsubcommand", metavar="SUBCOMMAND",
-                                                         required=True, parser_class=Parser)
+    commands.subgroup("mcp server", "MCP server entries (how to reach one)", "subsubcommand")
     _connection_options(commands.add("mcp server add", cmd_add, "add an MCP server (stdio or streamable HTTP)",
                                      "write"))
     _connection_options(commands.add("mcp server change", cmd_change, "replace a server's connection or tier",

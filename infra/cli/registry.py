@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -28,24 +29,63 @@ class ArgumentsError(UsageError):
 
 class Parser(argparse.ArgumentParser):
     """Usage errors are raised, not printed: `main` prints them (exit 2), `run` lets them through. A value
-    outside an option's (or the command's) choices is answered with the nearest choices."""
+    outside an option's (or the command's) choices is answered with the nearest choices. Each parser keeps
+    the options it takes (`options`, its parents' included), so the command tree can be read without
+    argparse's private attributes."""
 
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        choices = action.choices
-        if choices is None or value in choices or not isinstance(value, str):
-            return super()._check_value(action, value)
-        names = [str(choice) for choice in choices]
-        near = difflib.get_close_matches(value, names, n=3, cutoff=0.6)
-        suggestion = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{suggestion} "
-                                             f"(choose from {', '.join(names)})")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.options: list[argparse.Action] = []
+        self.groups: dict[str, Parser] = {}  # a group's commands by name (its subparsers' choices)
+        super().__init__(*args, **kwargs)
+        for parent in kwargs.get("parents", []):
+            self.options += getattr(parent, "options", [])
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        return _Recorded(super().add_mutually_exclusive_group(**kwargs), self.options)
 
     def error(self, message: str) -> NoReturn:
-        raise ArgumentsError(message, self.format_usage())
+        raise ArgumentsError(_with_nearest_choice(message), self.format_usage())
+
+
+class _Recorded:
+    """A group of a parser's options whose options the parser keeps too (anything else is the group's)."""
+
+    def __init__(self, group: Any, options: list[argparse.Action]) -> None:
+        self.group, self.options = group, options
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.group, name)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = self.group.add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
+
+
+# argparse's message for a value outside the choices: "argument X: invalid choice: 'v' (choose from a, b)"
+# (Python 3.12+ quotes the choices, 3.11 gives their repr).
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+def _with_nearest_choice(message: str) -> str:
+    """The message with the nearest choices suggested when it refuses a value outside them."""
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return message
+    names = [name.strip().strip("'\"") for name in found["choices"].split(",")]
+    near = difflib.get_close_matches(found["value"], names, n=3, cutoff=0.6)
+    suggestion = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    return (message[:found.start()] + f"invalid choice: {found['value']!r}{suggestion} "
+            f"(choose from {', '.join(names)})")
 
 
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="answer with exactly one JSON document on stdout")
     common.add_argument("--home", default=argparse.SUPPRESS, help="catalog home (default ./.toolcat)")
@@ -53,7 +93,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def _write_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
+    options = Parser(add_help=False)
     options.add_argument("--actor", help="who makes the change (default TOOLCAT_ACTOR, else the OS user)")
     options.add_argument("--reason", help="why the change is made; stored with every event")
     options.add_argument("--idempotency-key", help="a retry with the same key writes nothing and answers "
@@ -62,7 +102,7 @@ def _write_options() -> argparse.ArgumentParser:
 
 
 def _read_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
+    options = Parser(add_help=False)
     options.add_argument("--min-position", type=int, help="wait until the read model reached this position")
     options.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for --min-position")
     return options
@@ -72,22 +112,36 @@ class Commands:
     """The command tree. `kind` is "write" (gets --actor, --reason, --idempotency-key), "read" (gets
     --min-position, --timeout) or "pipeline"."""
 
-    def __init__(self, root: argparse.ArgumentParser) -> None:
+    def __init__(self, root: Parser) -> None:
         self.common, self.writes, self.reads = _common(), _write_options(), _read_options()
         self.groups: dict[str, Any] = {"": root.add_subparsers(dest="command", metavar="COMMAND",
                                                                parser_class=Parser)}
+        self.parents: dict[str, Parser] = {"": root}
+        # Every command ("tool register") and its parser, in the order registered; the root keeps it.
+        self.commands: dict[str, Parser] = {}
+        root.commands = self.commands
 
     def group(self, name: str, help_text: str) -> None:
-        parser = self.groups[""].add_parser(name, help=help_text)
-        self.groups[name] = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True,
-                                                  parser_class=Parser)
+        self.subgroup(name, help_text, "subcommand")
 
-    def add(self, path: str, handler: Handler, help_text: str, kind: str) -> argparse.ArgumentParser:
+    def subgroup(self, path: str, help_text: str, dest: str) -> Parser:
+        """A group of commands under `path` ("mcp server"), its subcommand in `dest`."""
+        group, _, name = path.rpartition(" ")
+        parser = self.groups[group].add_parser(name, help=help_text)
+        self.parents[group].groups[name] = parser
+        self.parents[path] = parser
+        self.groups[path] = parser.add_subparsers(dest=dest, metavar="SUBCOMMAND", required=True,
+                                                  parser_class=Parser)
+        return parser
+
+    def add(self, path: str, handler: Handler, help_text: str, kind: str) -> Parser:
         group, _, name = path.rpartition(" ")
         parents = [self.common] + ([self.writes] if kind == "write" else [self.reads] if kind == "read" else [])
         parser = self.groups[group].add_parser(name, help=help_text, parents=parents,
                                                description=help_text)
         parser.set_defaults(handler=handler, kind=kind)
+        self.parents[group].groups[name] = parser
+        self.commands[path] = parser
         return parser
 
 

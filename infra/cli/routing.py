@@ -6,18 +6,10 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from infra.cli.output import Reply, plain
-from infra.cli.registry import Commands, Parser, write
+from infra.cli.registry import Commands, write
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
     from infra.context import Context
-
-
-def _subgroup(commands: Commands, path: str, help_text: str) -> None:
-    """A second level of commands (`route rule add`): Commands itself knows one level of groups."""
-    group, _, name = path.rpartition(" ")
-    parser = commands.groups[group].add_parser(name, help=help_text)
-    commands.groups[path] = parser.add_subparsers(dest="subsubcommand", metavar="SUBCOMMAND", required=True,
-                                                  parser_class=Parser)
 
 
 def register(commands: Commands) -> None:
@@ -30,7 +22,7 @@ def register(commands: Commands) -> None:
     commands.group("node", "nodes that serve capability-backed tools")
     _node_commands(commands)
     commands.group("secret", "secret references: which tools may receive a secret, never its value")
-    _subgroup(commands, "secret ref", "secret references")
+    commands.subgroup("secret ref", "secret references", "subsubcommand")
     p = commands.add("secret ref add", cmd_secret_ref_add, "record a secret reference and the tools that may "
                                                            "receive it (never a value)", "write")
     p.add_argument("ref", metavar="REF")
@@ -40,7 +32,7 @@ def register(commands: Commands) -> None:
 
 
 def _route_commands(commands: Commands) -> None:
-    _subgroup(commands, "route rule", "add or remove route rules")
+    commands.subgroup("route rule", "add or remove route rules", "subsubcommand")
     p = commands.add("route rule add", cmd_route_rule_add, "add a route rule", "write")
     p.add_argument("rule_id", metavar="RULE_ID")
     for flag, text in (("--deny-any-class", "deny a call to a tool with any of these classes"),

@@ -34,20 +34,9 @@ def _option(action: argparse.Action) -> Option:
 def _tree() -> dict[str, tuple[str, tuple[Option, ...], argparse.ArgumentParser]]:
     """Every command ("tool register") with its kind, options and parser."""
     from infra.cli import build_parser  # (the package imports this module only when a server asks)
-    found: dict[str, tuple[str, tuple[Option, ...], argparse.ArgumentParser]] = {}
-
-    def walk(parser: argparse.ArgumentParser, words: list[str]) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    walk(child, [*words, name])
-        kind = parser.get_default("kind")
-        if kind is not None:
-            found[" ".join(words)] = (kind, tuple(_option(a) for a in parser._actions
-                                                  if a.dest not in _NOT_OVER_HTTP and a.dest != "==SUPPRESS=="),
-                                      parser)
-    walk(build_parser(), [])
-    return found
+    return {path: (parser.get_default("kind"),
+                   tuple(_option(a) for a in parser.options if a.dest not in _NOT_OVER_HTTP), parser)
+            for path, parser in build_parser().commands.items()}
 
 
 def options_of(command: str) -> tuple[Option, ...]:

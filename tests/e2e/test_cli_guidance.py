@@ -2,7 +2,6 @@
 hint the program prints runs when pasted."""
 from __future__ import annotations
 
-import argparse
 import shlex
 import subprocess
 from collections.abc import Iterator
@@ -11,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from infra.cli import build_parser
+from infra.cli.registry import Parser
 from infra.hints import command
 from tests.support import error_of, run_in_process, toolcat_env, toolcat_environ, toolcat_in_process
 
 
-def options_without_help(parser: argparse.ArgumentParser, path: str = "toolcat") -> Iterator[str]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from options_without_help(sub, f"{path} {name}")
-        elif action.option_strings and not action.help:
+def options_without_help(parser: Parser, path: str = "toolcat") -> Iterator[str]:
+    for action in parser.options:
+        if action.option_strings and not action.help:
             yield f"{path} {action.option_strings[-1]}"
+    for name, sub in parser.groups.items():
+        yield from options_without_help(sub, f"{path} {name}")
 
 
 def test_every_option_of_every_command_has_help_text() -> None:

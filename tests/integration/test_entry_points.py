@@ -6,7 +6,6 @@ entry points spell it as: a command line's options are the command's fields, whi
 Reads the source files and the command line's parser; starts nothing."""
 from __future__ import annotations
 
-import argparse
 import ast
 import functools
 from pathlib import Path
@@ -18,6 +17,7 @@ from domain.commands import WRITES, CatalogCommand
 from domain.commands.aliases import Milestone, RecordableStep
 from domain.commands.base import Command
 from domain.window import MILESTONES, RECORDABLE_STEPS
+from infra.cli.registry import Parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,19 +63,10 @@ _NOT_FIELDS = {"help", "json", "home", "actor", "reason", "idempotency_key"}
 
 
 @functools.cache
-def write_parsers() -> dict[str, argparse.ArgumentParser]:
+def write_parsers() -> dict[str, Parser]:
     from infra.cli import build_parser
-    found: dict[str, argparse.ArgumentParser] = {}
-
-    def walk(parser: argparse.ArgumentParser, words: list[str]) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    walk(child, [*words, name])
-        if parser.get_default("kind") == "write":
-            found[" ".join(words)] = parser
-    walk(build_parser(), [])
-    return found
+    return {path: parser for path, parser in build_parser().commands.items()
+            if parser.get_default("kind") == "write"}
 
 
 def test_given_the_command_line_then_every_write_it_takes_is_a_command_and_no_other() -> None:
@@ -86,7 +77,7 @@ def test_given_the_command_line_then_every_write_it_takes_is_a_command_and_no_ot
 def test_given_a_write_then_its_options_are_the_commands_fields_with_the_same_choices(name: str) -> None:
     kind = WRITES[name]
     fields = {field.alias or key: field for key, field in kind.model_fields.items()}
-    options = {a.dest: a for a in write_parsers()[name]._actions if a.dest not in _NOT_FIELDS}
+    options = {a.dest: a for a in write_parsers()[name].options if a.dest not in _NOT_FIELDS}
     assert sorted(options) == sorted(fields)
     for dest, option in options.items():
         field = fields[dest]
