@@ -15,12 +15,14 @@ from infra.http import operators, reads, snapshots, sql, watch, who_can, writes
 from infra.http import route_reads
 from infra.http import mcp_reads
 from infra.http import proposals
+from infra.http import signin
 from infra.http.answers import AnswerRead
 from infra.http.auth import TokenBook, require
 from infra.http.current_sets import CurrentSets
 from infra.http.limits import SizeLimits
 from infra.http.metrics import RequestTimer
-from infra.http.problems import NotFound, problem
+from infra.http.problems import NotFound, Unauthenticated, problem
+from infra.http.signin import session_of, signin_redirect, wants_page
 from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.http.web import web_router
@@ -48,7 +50,9 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,
                    web_router(state.new_cursor, Depends(require("read")),
-                              mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None)):
+                              mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None,
+                              session=session_of),
+                   signin.router):
         app.include_router(router)
     app.add_exception_handler(ToolcatError, _toolcat_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
@@ -61,6 +65,8 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
 
 async def _toolcat_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ToolcatError)
+    if isinstance(error, Unauthenticated) and wants_page(request):
+        return signin_redirect(request)  # a browser without a sign-in; API clients get the 401 below
     return problem(error, request.url.path)
 
 

@@ -24,6 +24,8 @@ from infra.http.problems import Forbidden, Unauthenticated
 SCOPES = ("read", "write", "audit")
 TOKENS_FILE = "tokens.json"
 bearer = HTTPBearer(auto_error=False, description="a token made by `toolcat token create NAME --scope …`")
+# The cookie a browser signs in with (infra/http/signin.py); it holds a token.
+SESSION_COOKIE = "toolcat_session"
 
 
 class Principal(BaseModel):
@@ -113,12 +115,22 @@ def is_loopback(host: str | None) -> bool:
         return host == "localhost"
 
 
+async def credential(request: Request, given: HTTPAuthorizationCredentials | None = Depends(bearer)
+                     ) -> HTTPAuthorizationCredentials | None:
+    """The request's token: its bearer token, else, for a read (GET or HEAD), the sign-in cookie's. Never
+    the cookie for a write: a browser sends cookies with any site's forms, but no other site can make it
+    send an Authorization header (the CSRF defence of every write)."""
+    if given is None and request.method in ("GET", "HEAD") and (token := request.cookies.get(SESSION_COOKIE)):
+        return HTTPAuthorizationCredentials(scheme="Cookie", credentials=token)
+    return given
+
+
 def require(scope: str) -> Any:
     """A dependency: the principal making the request, which must hold `scope`."""
     # In the event loop (async), not FastAPI's thread pool: a stat of the token file and a digest cost less
     # than the hop.
     async def authorize(request: Request,
-                        credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+                        credentials: HTTPAuthorizationCredentials | None = Depends(credential)) -> Principal:
         book: TokenBook = request.app.state.tokens
         if credentials is not None:
             principal = book.principal(credentials.credentials)
@@ -135,4 +147,5 @@ def require(scope: str) -> Any:
             raise Forbidden(f"the token of '{principal.name}' lacks the '{scope}' scope", scope=scope,
                             token=principal.name)
         return principal
+    authorize.scope = scope  # type: ignore[attr-defined]  # the route's scope, stated in the OpenAPI document
     return authorize
