@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
@@ -130,7 +130,8 @@ def require(scope: str) -> Any:
     # In the event loop (async), not FastAPI's thread pool: a stat of the token file and a digest cost less
     # than the hop.
     async def authorize(request: Request,
-                        credentials: HTTPAuthorizationCredentials | None = Depends(credential)) -> Principal:
+                        credentials: HTTPAuthorizationCredentials | None = Security(credential, scopes=[scope])
+                        ) -> Principal:  # Security(scopes): the OpenAPI document names each route's scope
         book: TokenBook = request.app.state.tokens
         if credentials is not None:
             principal = book.principal(credentials.credentials)
@@ -147,5 +148,4 @@ def require(scope: str) -> Any:
             raise Forbidden(f"the token of '{principal.name}' lacks the '{scope}' scope", scope=scope,
                             token=principal.name)
         return principal
-    authorize.scope = scope  # type: ignore[attr-defined]  # the route's scope, stated in the OpenAPI document
     return authorize
