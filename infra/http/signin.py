@@ -87,7 +87,15 @@ async def _form(request: Request) -> dict[str, str]:
 
 @router.get("/signin", response_class=HTMLResponse)
 def signin_form(request: Request, next: str = "/", signed_out: bool = False) -> HTMLResponse:
-    return _signin_page(request, next_path=_local(next), note="You are signed out." if signed_out else None)
+    page = _signin_page(request, next_path=_local(next), note="You are signed out." if signed_out else None)
+    if request.cookies.get(SESSION_COOKIE) and session_of(request) is None:
+        _clear(page, request)  # a token replaced or revoked: its cookie would send the browser here again
+    return page
+
+
+def _clear(answer: Response, request: Request) -> None:
+    answer.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
+                         secure=request.url.scheme == "https")
 
 
 @router.post("/signin", response_class=HTMLResponse)
@@ -122,7 +130,6 @@ async def signout(request: Request) -> Response:
                                    message="Sign-out refused: the form was not sent by this server's page."),
                             status_code=403, headers=PAGE_HEADERS)
     answer = RedirectResponse("/signin?signed_out=true", status_code=303, headers=PAGE_HEADERS)
-    answer.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
-                         secure=request.url.scheme == "https")
+    _clear(answer, request)
     return answer
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -32,23 +32,23 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, d
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Any]:
     with driven_chromium() as driver:
         yield driver
 
 
-def submit(driver: object, form: str) -> None:
+def submit(driver: Any, form: str) -> None:
     """Click the form's button, then wait until the browser has left the page for the answer."""
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
 
-    button = driver.find_element("css selector", f"#{form} button")  # type: ignore[attr-defined]
+    button = driver.find_element("css selector", f"#{form} button")
     button.click()
     WebDriverWait(driver, 60).until(expected_conditions.staleness_of(button))
 
 
-def sign_in(driver: object, token: str) -> None:
-    field = driver.find_element("id", "token")  # type: ignore[attr-defined]
+def sign_in(driver: Any, token: str) -> None:
+    field = driver.find_element("id", "token")
     field.clear()
     field.send_keys(token)
     submit(driver, "signin")
@@ -63,6 +63,12 @@ def signed_in(server: Served, token: str) -> Iterator[httpx.Client]:
         yield client
 
 
+def signed_out_at(driver: Any, url: str) -> None:
+    """A browser with no cookie of the server's, opening `url`."""
+    driver.delete_all_cookies()
+    driver.get(url)
+
+
 def csrf_of(page: str) -> str:
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
     assert found, page
@@ -70,59 +76,56 @@ def csrf_of(page: str) -> str:
 
 
 def test_a_browser_signs_in_sees_the_catalog_and_signs_out(served: tuple[Served, dict[str, str]],
-                                                          browser: object) -> None:
+                                                          browser: Any) -> None:
     server, keys = served
     driver = browser
     # Given no sign-in, when the browser asks for the catalog, then it is sent to the sign-in page
-    driver.delete_all_cookies()  # type: ignore[attr-defined]
-    driver.get(server.url + "/")  # type: ignore[attr-defined]
-    assert driver.current_url == server.url + "/signin?next=%2F"  # type: ignore[attr-defined]
-    assert driver.title == "Sign in · toolcat"  # type: ignore[attr-defined]
+    signed_out_at(driver, server.url + "/")
+    assert driver.current_url == server.url + "/signin?next=%2F"
+    assert driver.title == "Sign in · toolcat"
 
     # When it signs in with the reader's token, then it sees the catalog, signed in as the reader
     sign_in(driver, keys["reader"])
-    assert driver.current_url == server.url + "/"  # type: ignore[attr-defined]
-    assert driver.find_element("tag name", "h1").text == "Tool catalog"  # type: ignore[attr-defined]
-    assert driver.find_element("id", "signed-in-as").text == "reader"  # type: ignore[attr-defined]
+    assert driver.current_url == server.url + "/"
+    assert driver.find_element("tag name", "h1").text == "Tool catalog"
+    assert driver.find_element("id", "signed-in-as").text == "reader"
     # and the cookie holding the token is out of the page's scripts' reach and never sent cross-site
-    cookie = driver.get_cookie(SESSION_COOKIE)  # type: ignore[attr-defined]
+    cookie = driver.get_cookie(SESSION_COOKIE)
     assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
-    assert driver.execute_script("return document.cookie") == ""  # type: ignore[attr-defined]
+    assert driver.execute_script("return document.cookie") == ""
 
     # When it signs out, then the cookie is gone and the catalog asks for a sign-in again
     submit(driver, "signout")
-    assert driver.find_element("id", "note").text == "You are signed out."  # type: ignore[attr-defined]
-    assert driver.get_cookie(SESSION_COOKIE) is None  # type: ignore[attr-defined]
-    driver.get(server.url + "/")  # type: ignore[attr-defined]
-    assert driver.current_url.startswith(server.url + "/signin")  # type: ignore[attr-defined]
+    assert driver.find_element("id", "note").text == "You are signed out."
+    assert driver.get_cookie(SESSION_COOKIE) is None
+    driver.get(server.url + "/")
+    assert driver.current_url.startswith(server.url + "/signin")
 
 
 def test_a_wrong_token_is_refused_with_a_readable_message(served: tuple[Served, dict[str, str]],
-                                                          browser: object) -> None:
+                                                          browser: Any) -> None:
     server, keys = served
     driver = browser
-    driver.delete_all_cookies()  # type: ignore[attr-defined]
-    driver.get(server.url + "/signin")  # type: ignore[attr-defined]
+    signed_out_at(driver, server.url + "/signin")
     # When a browser signs in with a token the server does not know, then it is told so, signed in as nobody
     sign_in(driver, "tc_" + "x" * 43)
-    message = driver.find_element("id", "error").text  # type: ignore[attr-defined]
+    message = driver.find_element("id", "error").text
     assert message.startswith("That token is not one this server knows.")
-    assert driver.get_cookie(SESSION_COOKIE) is None  # type: ignore[attr-defined]
+    assert driver.get_cookie(SESSION_COOKIE) is None
     # and a token without the read scope is refused, saying which scope it lacks
     sign_in(driver, keys["blind"])
-    assert "lacks the 'read' scope" in driver.find_element("id", "error").text  # type: ignore[attr-defined]
-    assert driver.get_cookie(SESSION_COOKIE) is None  # type: ignore[attr-defined]
+    assert "lacks the 'read' scope" in driver.find_element("id", "error").text
+    assert driver.get_cookie(SESSION_COOKIE) is None
 
 
-def test_signing_in_returns_to_the_page_asked_for(served: tuple[Served, dict[str, str]], browser: object) -> None:
+def test_signing_in_returns_to_the_page_asked_for(served: tuple[Served, dict[str, str]], browser: Any) -> None:
     server, keys = served
     driver = browser
-    driver.delete_all_cookies()  # type: ignore[attr-defined]
     page = "/subjects/" + quote("agent:nobody", safe="")
-    driver.get(server.url + page)  # type: ignore[attr-defined]
+    signed_out_at(driver, server.url + page)
     sign_in(driver, keys["reader"])
-    assert driver.current_url == server.url + page  # type: ignore[attr-defined]
-    assert driver.find_element("id", "error").get_attribute("data-code") == "unknown_subject"  # type: ignore[attr-defined]
+    assert driver.current_url == server.url + page
+    assert driver.find_element("id", "error").get_attribute("data-code") == "unknown_subject"
 
 
 def test_api_clients_keep_their_401_problem(served: tuple[Served, dict[str, str]]) -> None:
@@ -182,3 +185,6 @@ def test_replacing_a_token_signs_its_browsers_out(served: tuple[Served, dict[str
         create_token(server.home, "replaced", ["read"])  # a new token of that name: the old one is void
         answer = client.get("/", headers=HTML)
         assert answer.status_code == 303 and answer.headers["location"].startswith("/signin")
+        # and the sign-in page it is sent to drops the void cookie
+        assert "Max-Age=0" in client.get("/signin", headers=HTML).headers["set-cookie"]
+        assert SESSION_COOKIE not in client.cookies
