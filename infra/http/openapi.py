@@ -4,11 +4,12 @@ default 422 `HTTPValidationError`), the headers sent, the security schemes and t
 
 Which errors a route can answer follows from what it is (so a route added later is described the same
 way): every route may answer 414 (query string over the limit) and 421 (a Host or Origin this server does
-not serve); one with parameters or a body 400 (a usage error: invalid input is 400 here) and 422 (a value a catalog
-rule refuses, as an ID outside the naming policy); one with
-a body 413; one needing a scope 401, 403 and 503 (the store or read model unavailable, or not caught up
-in time); one with path parameters 404; one that waits for a position (`min_position`) or streams 429
-(too many waits of one token). The routes state the rest themselves (409, 410, 422 catalog rules, …).
+not serve); one with parameters or a body 400 (a usage error: invalid input is 400 here) and 422 (a value
+a catalog rule refuses, as an ID outside the naming policy); one with a body 413; one needing a scope
+401, 403 and 503 (the store or read model unavailable, or not caught up in time); one with path
+parameters 404; one that waits for a position (`min_position`) or streams 429 (too many waits of one
+token); an audit read 500 (an integrity failure of the history). The routes state the rest themselves
+(406, 409, 410, …).
 """
 from __future__ import annotations
 
@@ -54,14 +55,14 @@ states. `HEAD` is answered wherever `GET` is (the GET's headers, no body); a met
 answer gets 405 with `Allow`. Browsers sign in at `/signin` (see docs/security.md)."""
 
 
-def _statuses(method: str, operation: dict[str, Any], scope: str | None) -> set[int]:
+def _statuses(method: str, operation: dict[str, Any], secured: bool) -> set[int]:
     parameters = operation.get("parameters", [])
     statuses = {414, 421}
     if parameters or "requestBody" in operation:
         statuses |= {400, 422}  # 422: a value a catalog rule refuses (an ID outside the naming policy, …)
     if "requestBody" in operation:
         statuses.add(413)
-    if scope is not None:
+    if secured:
         statuses |= {401, 403, 503}
     if any(parameter["in"] == "path" for parameter in parameters):
         statuses.add(404)
@@ -89,25 +90,29 @@ def _problem_answer(status: int, given: dict[str, Any] | None) -> dict[str, Any]
 
 
 def _operation(method: str, operation: dict[str, Any]) -> None:
-    scopes = [scope for requirement in operation.get("security", []) for scope in requirement.get("HTTPBearer", [])]
-    scope = scopes[0] if scopes else None
+    # FastAPI's requirement of the bearer scheme, naming the scope of the route's require(scope)
+    requirements = [requirement["HTTPBearer"] for requirement in operation.get("security", [])
+                    if "HTTPBearer" in requirement]
+    scopes = [scope for requirement in requirements for scope in requirement]
     answers = operation["responses"]
     if "422" in answers and "HTTPValidationError" in str(answers["422"]):
         del answers["422"]  # FastAPI's default: invalid input is a 400 problem here
-    statuses = _statuses(method, operation, scope) | {int(s) for s in answers if s.isdigit() and int(s) >= 400}
+    statuses = _statuses(method, operation, bool(requirements)) | {
+        int(s) for s in answers if s.isdigit() and int(s) >= 400}
     for status in sorted(statuses):
         answers[str(status)] = _problem_answer(status, answers.get(str(status)))
     ok = answers.get("200", {}).get("content", {})
-    if scope is not None and set(ok) == {"application/json"}:
+    if requirements and set(ok) == {"application/json"}:
         # the command line's own client asks for its whole reply (Accept: REPLY_MEDIA_TYPE)
         ok[REPLY_MEDIA_TYPE] = {"schema": {"type": "object"}}
-    if scope is None:
+    if not requirements:
         operation["security"] = []
     else:
-        # a role per requirement (OpenAPI 3.1 allows them for any scheme), and as an extension for tools
-        operation["security"] = [{"bearer": [scope]}] + ([{"signInCookie": [scope]}] if method in ("get", "head")
-                                                         else [])
-        operation["x-toolcat-scope"] = scope
+        # the scope as the requirement's role (OpenAPI 3.1 allows roles for any scheme) and as an extension
+        operation["security"] = [{"bearer": scopes}] + ([{"signInCookie": scopes}] if method in ("get", "head")
+                                                        else [])
+        if scopes:
+            operation["x-toolcat-scope"] = scopes[0] if len(scopes) == 1 else scopes
     operation["responses"] = dict(sorted(answers.items()))
 
 
