@@ -155,6 +155,12 @@ def test_the_cookie_is_a_credential_for_reads_only(served: tuple[Served, dict[st
 def test_no_other_site_can_sign_a_browser_in_or_out(served: tuple[Served, dict[str, str]]) -> None:
     server, keys = served
     with server.client() as client:
+        # The sign-in page loads nothing from elsewhere, is never framed by another page, nor cached
+        page = client.get("/signin", headers=HTML)
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+        assert "form-action 'self'" in policy and page.headers["cache-control"] == "no-store"
+        assert not re.search(r"""(src|href)=["']?(https?:)?//""", page.text)
         # A sign-in form posted from another site's page is refused, and sets no cookie
         answer = client.post("/signin", data={"token": keys["reader"], "next": "/"},
                              headers={"Origin": "http://attacker.example"})
