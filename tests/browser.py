@@ -2,12 +2,15 @@
 after the browser parsed and ran the page, and screenshots."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import struct
 import subprocess
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +112,27 @@ def parse_dom(html: str) -> Node:
     builder.feed(html)
     builder.close()
     return builder.root
+
+
+# -- driving the browser (selenium through Debian's chromedriver) -----------------------------------------
+@contextlib.contextmanager
+def driven_chromium() -> Iterator[Any]:
+    """A headless Chromium driven by selenium through Debian's chromedriver (never a downloaded build)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    driver_path = shutil.which("chromedriver")
+    if driver_path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromedriver is required when CI is set, but it is not installed")
+        pytest.skip("chromedriver is not installed (Debian's chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium()
+    for argument in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -15,12 +15,16 @@ from infra.http import operators, reads, snapshots, sql, watch, who_can, writes
 from infra.http import route_reads
 from infra.http import mcp_reads
 from infra.http import proposals
+from infra.http import signin
 from infra.http.answers import AnswerRead
 from infra.http.auth import TokenBook, require
 from infra.http.current_sets import CurrentSets
 from infra.http.limits import SizeLimits
+from infra.http.methods import HeadAsGet, allowed_methods
 from infra.http.metrics import RequestTimer
-from infra.http.problems import NotFound, problem
+from infra.http.openapi import truthful_openapi
+from infra.http.problems import NotFound, Unauthenticated, problem
+from infra.http.signin import session_of, signin_redirect, wants_page
 from infra.http.snapshots import SnapshotPublisher
 from infra.http.state import ServerState
 from infra.http.web import web_router
@@ -48,19 +52,25 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,
                    web_router(state.new_cursor, Depends(require("read")),
-                              mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None)):
+                              mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None,
+                              session=session_of),
+                   signin.router):
         app.include_router(router)
+    app.openapi = lambda: truthful_openapi(app)  # type: ignore[method-assign]
     app.add_exception_handler(ToolcatError, _toolcat_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(SizeLimits)
     app.add_middleware(RequestTimer, metrics=state.metrics)
+    app.add_middleware(HeadAsGet)  # the outermost: every other part sees the GET a HEAD stands for
     return app
 
 
 async def _toolcat_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ToolcatError)
+    if isinstance(error, Unauthenticated) and wants_page(request):
+        return signin_redirect(request)  # a browser without a sign-in; API clients get the 401 below
     return problem(error, request.url.path)
 
 
@@ -82,7 +92,9 @@ async def _http_error(request: Request, error: Exception) -> Response:
         return problem(NotFound(f"no endpoint at {request.url.path}"), request.url.path)
     refused = UsageError(str(error.detail))
     refused.code = "not_allowed" if error.status_code == 405 else "usage"
-    return problem(refused, request.url.path, status=error.status_code)
+    headers = {"Allow": allowed_methods(request, (error.headers or {}).get("Allow"))} \
+        if error.status_code == 405 else None
+    return problem(refused, request.url.path, status=error.status_code, headers=headers)
 
 
 async def _unexpected(request: Request, error: Exception) -> Response:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, field_validator
 
@@ -41,6 +41,8 @@ USED_FILE = "tokens-used.json"
 # How stale `last_used` may be: the server writes it down at most this often.
 USED_EVERY_SECONDS = 60.0
 bearer = HTTPBearer(auto_error=False, description="a token made by `toolcat token create NAME --scope …`")
+# The cookie a browser signs in with (infra/http/signin.py); it holds a token.
+SESSION_COOKIE = "toolcat_session"
 
 
 class UnknownToken(UsageError):
@@ -289,6 +291,16 @@ def is_loopback(host: str | None) -> bool:
         return host == "localhost"
 
 
+async def credential(request: Request, given: HTTPAuthorizationCredentials | None = Depends(bearer)
+                     ) -> HTTPAuthorizationCredentials | None:
+    """The request's token: its bearer token, else, for a read (GET or HEAD), the sign-in cookie's. Never
+    the cookie for a write: a browser sends cookies with any site's forms, but no other site can make it
+    send an Authorization header (the CSRF defence of every write)."""
+    if given is None and request.method in ("GET", "HEAD") and (token := request.cookies.get(SESSION_COOKIE)):
+        return HTTPAuthorizationCredentials(scheme="Cookie", credentials=token)
+    return given
+
+
 def require(scope: str, *others: str, writes: bool = False) -> Any:
     """A dependency: the principal making the request, which must hold `scope` (or one of `others`).
     `writes`: the request changes the store, which neither anonymous clients nor the server's own command
@@ -298,7 +310,8 @@ def require(scope: str, *others: str, writes: bool = False) -> Any:
     # In the event loop (async), not FastAPI's thread pool: a stat of the token file and a digest cost less
     # than the hop.
     async def authorize(request: Request,
-                        credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+                        credentials: HTTPAuthorizationCredentials | None = Security(credential, scopes=[scope])
+                        ) -> Principal:  # Security(scopes): the OpenAPI document names each route's scope
         book: TokenBook = request.app.state.tokens
         if credentials is not None:
             principal = book.principal(credentials.credentials)

@@ -110,6 +110,25 @@ class WriteAnswer(Document):
     events: list[EventRef]
 
 
+class PlanAnswer(BaseModel):
+    """What `toolcat plan --json` answers."""
+    proposal_id: str | None  # None: the plan breaks rules and is not held
+    base_position: int
+    position: int | None
+    commands: list[dict[str, str]]
+    violations: list[dict[str, str]]
+    effects: dict[str, dict[str, list[Any]]]
+
+
+class McpSyncAnswer(Document):
+    """What `toolcat mcp sync --json` answers: the sync's plan, and what the server said."""
+    server: Any
+    refused: list[dict[str, Any]]
+    mapped: list[dict[str, Any]]
+    affected: list[dict[str, Any]]
+    kept: list[Any]
+
+
 class Health(Document):
     status: Literal["ok", "failing"]
     position: int
@@ -117,6 +136,12 @@ class Health(Document):
     # While `toolcat serve` checks its MCP servers (TOOLCAT_MCP_SYNC_SECONDS > 0): {"every_seconds": N,
     # "servers": [{"name", "state": "in_sync"|"drift"|"error", "checked_at", "proposal_id", "error", …}]}
     mcp: dict[str, Any] | None = None
+
+
+class Readiness(Document):
+    ready: bool
+    position: int
+    store_head: int
 
 
 class Problem(Document):
@@ -137,6 +162,21 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
                          (503, "unavailable, or not fresh in time (Retry-After)"))}
 
 
-def documented(model: type[BaseModel], *statuses: int) -> dict[int | str, dict[str, Any]]:
-    """`responses=` of a route answering `model`, with the problems it may answer."""
-    return {200: {"model": model}, **{s: PROBLEMS[s] for s in statuses}}
+_TEXT = {"type": "string"}
+# The headers of a deprecated alias's answer (infra/http/reads.py deprecation_headers), and an ETag's.
+DEPRECATION_HEADERS = {
+    "Deprecation": {"description": "RFC 9745: when the alias was deprecated (`@` epoch seconds); only for a "
+                                   "deprecated alias", "schema": _TEXT},
+    "Link": {"description": 'the canonical tool: `<URL>; rel="successor-version"`; only for a deprecated alias',
+             "schema": _TEXT},
+    "Sunset": {"description": "RFC 8594: the planned date of the alias's removal, once its earliest removal "
+                              "release has one", "schema": _TEXT},
+}
+ETAG_HEADER = {"ETag": {"description": "the position of the subject's last change, quoted; not sent with "
+                                       "`effective_at`", "schema": _TEXT}}
+
+
+def documented(model: type[BaseModel], *statuses: int, headers: dict[str, Any] | None = None
+               ) -> dict[int | str, dict[str, Any]]:
+    """`responses=` of a route answering `model` (with these headers), with the problems it may answer."""
+    return {200: {"model": model, **({"headers": headers} if headers else {})}, **{s: PROBLEMS[s] for s in statuses}}

@@ -22,7 +22,9 @@ def health(request: Request) -> Response:
     return json_response(document)
 
 
-@router.get("/v1/ready", responses={**models.documented(models.Health), 503: models.PROBLEMS[503]})
+@router.get("/v1/ready", responses={**models.documented(models.Readiness), 503: {
+    "model": models.Readiness, "description": "not caught up with the store yet (Retry-After)",
+    "headers": {"Retry-After": {"required": True, "schema": {"type": "string"}}}}})
 def ready(request: Request) -> Response:
     """200 once the read model has caught up with the store, else 503."""
     state = server_of(request)
@@ -32,6 +34,7 @@ def ready(request: Request) -> Response:
                          status=200 if caught_up else 503, headers=None if caught_up else {"Retry-After": "1"})
 
 
-@router.get("/metrics", response_class=Response)
+@router.get("/metrics", response_class=Response, responses={200: {
+    "description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}})
 def metrics(request: Request) -> Response:
     return Response(generate_latest(server_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -35,18 +35,8 @@ class ProposalApplyBody(BaseModel):
     reason: str | None = None
 
 
-class PlanAnswer(BaseModel):
-    """What `toolcat plan --json` answers."""
-    proposal_id: str | None  # None: the plan breaks rules and is not held
-    base_position: int
-    position: int | None
-    commands: list[dict[str, str]]
-    violations: list[dict[str, str]]
-    effects: dict[str, dict[str, list[Any]]]
-
-
 @router.post("/v1/proposal/make", summary="toolcat plan (the manifest as the body)",
-             responses=models.documented(PlanAnswer, 400, 401, 403, 422))
+             responses=models.documented(models.PlanAnswer, 400, 401, 403, 422))
 async def make_proposal(request: Request, body: MakeBody, principal: Principal = Depends(require("write")),
                         idempotency_key: str | None = KEY_HEADER) -> Response:
     command = Plan(manifest=body.manifest)

@@ -74,13 +74,15 @@ def tool_list(request: Request, group: Group | None = None, family: str | None =
     return respond(request, run_command(request, "tool list", values))
 
 
-@router.get(path("tool show"), responses=models.documented(models.ToolDescriptor, 404, 410))
+@router.get(path("tool show"), responses=models.documented(models.ToolDescriptor, 404, 410,
+                                                          headers=models.DEPRECATION_HEADERS))
 def tool_show(request: Request, id: str, fresh: Fresh = FRESH, _: Any = READ) -> Response:
     reply = run_command(request, "tool show", {"id": id, **fresh.values})
     return respond(request, reply, deprecation_headers(request, id))
 
 
-@router.get(path("resolve"), responses=models.documented(models.Resolution, 404, 410))
+@router.get(path("resolve"), responses=models.documented(models.Resolution, 404, 410,
+                                                        headers=models.DEPRECATION_HEADERS))
 def resolve(request: Request, id: str, fresh: Fresh = FRESH, _: Any = READ) -> Response:
     reply = run_command(request, "resolve", {"id": id, **fresh.values})
     return respond(request, reply, deprecation_headers(request, id))
@@ -103,8 +105,10 @@ def deprecation_headers(request: Request, tool_id: str) -> dict[str, str]:
     return headers
 
 
-@router.get(path("effective"), responses={**models.documented(models.EffectiveSet, 400, 404, 503),
-                                          304: {"description": "unchanged since the ETag given"}})
+@router.get(path("effective"), responses={
+    **models.documented(models.EffectiveSet, 400, 404, 503, headers=models.ETAG_HEADER),
+    304: {"description": "unchanged since the ETag given (If-None-Match)",
+          "headers": {"ETag": {**models.ETAG_HEADER["ETag"], "required": True}}}})
 async def effective(request: Request, subject: str, moment: Moment = MOMENT, fresh: Fresh = FRESH,
                     with_classes: bool = False, _: Any = READ) -> Response:
     now = all(value is None for value in moment.values.values())

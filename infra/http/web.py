@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 import duckdb
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -113,36 +113,44 @@ def explain_view(con: duckdb.DuckDBPyConnection, subject: str, tool_id: str) -> 
     return explanation(con, (kind, name), queries.lookup(con, tool_id))
 
 
-def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]]
-          ) -> HTMLResponse:
+def render(template: str, **context: Any) -> str:
+    """A page of templates/ (the sign-in pages' too, infra/http/signin.py)."""
+    return _TEMPLATES.get_template(template).render(style=_STYLE, **context)
+
+
+def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]],
+          session: dict[str, str] | None = None) -> HTMLResponse:
+    """`session`: who the browser is signed in as, for the sign-out form (None: not signed in)."""
     try:
         with _consistent(reader) as con:
             context = view(con) | {"position": read_tracking(con).position}
     except ToolcatError as error:
         status = status_of(error)
-        html = _TEMPLATES.get_template("error.html").render(style=_STYLE, status=status, code=error.code,
-                                                            message=error.message)
+        html = render("error.html", status=status, code=error.code, message=error.message, session=session)
         return HTMLResponse(html, status_code=status)
-    return HTMLResponse(_TEMPLATES.get_template(template).render(style=_STYLE, **context))
+    return HTMLResponse(render(template, session=session, **context))
 
 
 def web_router(reader: Reader, *dependencies: Any,
-               mcp_drift: Callable[[], dict[str, Any] | None] = lambda: None) -> APIRouter:
+               mcp_drift: Callable[[], dict[str, Any] | None] = lambda: None,
+               session: Callable[[Request], dict[str, str] | None] = lambda request: None) -> APIRouter:
     """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
     each page closes when done. `dependencies` run before every page (the server's: the `read` scope).
-    `mcp_drift()`: what the server's MCP drift check found (infra/http/mcp_drift.py; None: it is off)."""
+    `mcp_drift()`: what the server's MCP drift check found (infra/http/mcp_drift.py; None: it is off).
+    `session(request)`: who the browser is signed in as (infra/http/signin.py; None: not signed in)."""
     router = APIRouter(include_in_schema=False, dependencies=list(dependencies))
 
     @router.get("/", response_class=HTMLResponse)
-    def catalog_page() -> HTMLResponse:
-        return _page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()})
+    def catalog_page(request: Request) -> HTMLResponse:
+        return _page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()},
+                     session(request))
 
     @router.get("/subjects/{subject}", response_class=HTMLResponse)
-    def subject_page(subject: str) -> HTMLResponse:
-        return _page(reader, "subject.html", lambda con: subject_view(con, subject))
+    def subject_page(request: Request, subject: str) -> HTMLResponse:
+        return _page(reader, "subject.html", lambda con: subject_view(con, subject), session(request))
 
     @router.get("/subjects/{subject}/tools/{tool}", response_class=HTMLResponse)
-    def explain_page(subject: str, tool: str) -> HTMLResponse:
-        return _page(reader, "explain.html", lambda con: explain_view(con, subject, tool))
+    def explain_page(request: Request, subject: str, tool: str) -> HTMLResponse:
+        return _page(reader, "explain.html", lambda con: explain_view(con, subject, tool), session(request))
 
     return router

@@ -77,6 +77,9 @@ def _route(kind: type[Command]) -> Any:
     return write
 
 
+# The writes whose answer is not the write document (the events it recorded): what they answer instead.
+ANSWERS: dict[str, type[models.BaseModel]] = {"plan": models.PlanAnswer, "mcp sync": models.McpSyncAnswer}
 for _name, _kind in WRITES.items():
     router.add_api_route(write_path(_name), _route(_kind), methods=["POST"], summary=f"toolcat {_name}",
-                         responses=models.documented(models.WriteAnswer, 400, 401, 403, 404, 409, 410, 422))
+                         responses=models.documented(ANSWERS.get(_name, models.WriteAnswer),
+                                                     400, 401, 403, 404, 409, 410, 422))

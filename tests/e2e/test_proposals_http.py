@@ -38,7 +38,7 @@ def test_a_manifest_over_http_is_content_never_a_file_name(admin: httpx.Client) 
     refused = admin.post("/v1/plan", json={"manifest": "/etc/passwd"})
     assert (refused.status_code, refused.json()["code"]) == (400, "usage")
     unknown = admin.post("/v1/proposal/apply", json={"id": "p-000000000000"})
-    assert (unknown.status_code, unknown.json()["code"]) == (422, "unknown_proposal")
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown_proposal")
 
 
 def test_proposals_and_what_if_are_read_over_http(

@@ -391,7 +391,8 @@ def test_the_openapi_document_describes_every_read_and_write(admin: httpx.Client
     for command in WRITES:
         operation = paths["/v1/" + command.replace(" ", "/")]["post"]
         assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-        assert "422" in operation["responses"] and "WriteAnswer" in json.dumps(operation["responses"]["200"])
+        answer = {"plan": "PlanAnswer", "mcp sync": "McpSyncAnswer"}.get(command, "WriteAnswer")
+        assert "422" in operation["responses"] and answer in json.dumps(operation["responses"]["200"])
     schemas = document["components"]["schemas"]
     assert {"ToolDescriptor", "EffectiveSet", "Problem", "GrantAddBody"} <= set(schemas)
     assert set(schemas["GrantAddBody"]["required"]) == {"subject", "target"}
@@ -538,3 +539,57 @@ def test_the_command_line_reads_through_the_server_and_never_opens_the_file(
     assert report["aliases"] == len(json.loads((tmp_path / "report.json").read_text())["aliases"]) > 0
     plain = run_toolcat("resolve", "tool.fs.read", env=env, timeout=120, json_output=False)
     assert plain.code == 0 and plain.stdout.strip() == "tool.fs.read → read [alias (shim)]"
+
+
+# -- the OpenAPI document tells the truth; 405 and HEAD (issue 28, finding 10) ----------------------------
+def test_the_openapi_document_states_errors_headers_and_scopes_as_sent(admin: httpx.Client) -> None:
+    document = admin.get("/openapi.json").json()
+    # Given the document, no answer is FastAPI's default 422 HTTPValidationError: errors are problem+json
+    assert "HTTPValidationError" not in json.dumps(document)
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, answer in operation["responses"].items():
+                if int(status) >= 400 and path != "/v1/ready":
+                    assert list(answer["content"]) == ["application/problem+json"], (method, path, status)
+    tool_show, effective = document["paths"]["/v1/tools/{id}"]["get"], \
+        document["paths"]["/v1/subjects/{subject}/effective"]["get"]
+    # each operation states the errors it can answer
+    assert {"400", "401", "403", "404", "410", "421", "422", "503"} <= set(tool_show["responses"])
+    assert {"409", "413", "422"} <= set(document["paths"]["/v1/grant/add"]["post"]["responses"])
+    assert "429" in effective["responses"] and "401" not in document["paths"]["/v1/health"]["get"]["responses"]
+    # and the headers it sends
+    assert {"Deprecation", "Sunset", "Link"} <= set(tool_show["responses"]["200"]["headers"])
+    assert "ETag" in effective["responses"]["200"]["headers"]
+    assert effective["responses"]["304"]["headers"]["ETag"]["required"] is True
+    assert effective["responses"]["503"]["headers"]["Retry-After"]["required"] is True
+    assert tool_show["responses"]["401"]["headers"]["WWW-Authenticate"]["required"] is True
+    # and the security schemes, with the scope each operation needs
+    assert set(document["components"]["securitySchemes"]) == {"bearer", "signInCookie"}
+    assert tool_show["security"] == [{"bearer": ["read"]}, {"signInCookie": ["read"]}]
+    assert document["paths"]["/v1/audit/verify"]["get"]["x-toolcat-scope"] == "audit"
+    assert document["paths"]["/v1/grant/add"]["post"]["security"] == [{"bearer": ["write"]}]
+    assert document["paths"]["/v1/health"]["get"]["security"] == []
+
+
+def test_a_method_not_answered_is_405_with_allow(admin: httpx.Client) -> None:
+    refused = admin.delete("/v1/tools")
+    problem(refused, 405, "not_allowed")
+    assert refused.headers["Allow"] == "GET, HEAD"
+    assert admin.get("/v1/grant/add").headers["Allow"] == "POST"
+
+
+def test_head_is_answered_wherever_get_is(admin: httpx.Client, served: Served, keys: dict[str, str]) -> None:
+    for path in ("/v1/tools", f"/v1/tools/{DEPRECATED}", "/v1/subjects/agent:triage/effective", "/",
+                 "/v1/audit/report", "/v1/health", "/metrics", "/openapi.json"):
+        got, head = admin.get(path), admin.head(path)
+        assert (head.status_code, head.content) == (got.status_code, b""), path
+        assert head.headers["content-type"] == got.headers["content-type"], path
+    assert admin.head(f"/v1/tools/{DEPRECATED}").headers["Deprecation"].startswith("@")
+    assert admin.head("/v1/subjects/agent:triage/effective").headers["ETag"]
+    problem(admin.get(f"/v1/tools/{RETIRED}"), 410, "retired_alias")
+    assert admin.head(f"/v1/tools/{RETIRED}").status_code == 410
+    # a stream's HEAD ends after its headers
+    watch = admin.head("/v1/subjects/agent:triage/watch")
+    assert watch.status_code == 200 and watch.headers["content-type"].startswith("text/event-stream")
+    with served.client() as anonymous:
+        assert anonymous.head("/v1/tools").status_code == 401
