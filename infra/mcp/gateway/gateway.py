@@ -212,8 +212,9 @@ class Gateway:
                                                    "server": server}) from None
         meta = dict(result.meta or {})
         meta["toolcat"] = {"canonical_id": tool.tool_id, "asked": asked, "position": resolution.position,
-                           **({"sunset": resolution.sunset} if resolution.outcome == "deprecated" else {}),
-                           **({"deprecated": True} if resolution.outcome == "deprecated" else {})}
+                           **({"deprecated": True, "sunset": resolution.sunset,
+                               "sunset_release": resolution.sunset_release}
+                              if resolution.outcome == "deprecated" else {})}
         answered = result.model_copy(update={"meta": meta})
         self._decided(record, started, allowed=True, reason=resolution.reason, evidence=evidence,
                       result=answered.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -282,7 +283,8 @@ def _error_data(resolution: Resolution) -> dict[str, Any]:
 
 def _alias_evidence(resolution: Resolution) -> dict[str, Any]:
     if resolution.outcome in ("alias", "deprecated", "retired"):
-        return {"alias": resolution.asked, "alias_outcome": resolution.outcome, "sunset": resolution.sunset}
+        return {"alias": resolution.asked, "alias_outcome": resolution.outcome, "sunset": resolution.sunset,
+                "sunset_release": resolution.sunset_release}
     return {}
 
 

@@ -19,9 +19,9 @@ from domain.errors import UnknownSubject
 from domain.mcp_servers import Connection
 from domain.routing import RouteRule
 from domain.subjects import parse_subject
-from domain.window import earliest_removal
 from infra.mcp.gateway.source import Changed, Descriptor, Directory, Name, SubjectSet
 from infra.reading import current_document
+from projections import queries
 from projections.rows import run, select_rows
 from projections.effective.reads import INFINITY
 from projections.sqlfiles import query
@@ -45,11 +45,7 @@ FROM tools t
 LEFT JOIN (SELECT * FROM tool_class_history WHERE valid_to IS NULL) c USING (tool_key)
 LEFT JOIN mcp_tools m ON m.tool_id = t.canonical_id"""
 
-_NAMES = """
-SELECT a.alias, t.canonical_id, a.lifecycle, a.shim,
-       map_from_entries(coalesce(list((m.milestone, m.release)) FILTER (WHERE m.milestone IS NOT NULL), [])) AS milestones
-FROM aliases a JOIN tools t USING (tool_key) LEFT JOIN alias_milestones m USING (alias)
-GROUP BY ALL"""
+_NAMES = "SELECT a.alias, t.canonical_id, a.lifecycle, a.shim FROM aliases a JOIN tools t USING (tool_key)"
 
 
 def _json(value: Any) -> Any:
@@ -70,9 +66,11 @@ def read_directory(con: duckdb.DuckDBPyConnection, position: int) -> Directory:
     names = {}
     for r in select_rows(con, _NAMES):
         lifecycle = "shim" if r["shim"] and r["lifecycle"] != "retired" else r["lifecycle"]
-        milestones = dict(r["milestones"] or {})
+        # A deprecated alias's sunset as the HTTP API's `Sunset` header gives it (few aliases are deprecated).
+        found = queries.deprecation(con, r["alias"]) if lifecycle == "deprecated" else None
         names[r["alias"]] = Name(alias=r["alias"], canonical_id=r["canonical_id"], lifecycle=lifecycle,
-                                 sunset=earliest_removal(milestones) if lifecycle == "deprecated" else None)
+                                 sunset=str(found["removal_planned"]) if found and found["removal_planned"] else None,
+                                 sunset_release=found["removal_release"] if found else None)
     rules = [RouteRule.model_validate({k: r[k] for k in RouteRule.model_fields})
              for r in select_rows(con, "SELECT * FROM route_rule_history WHERE valid_to IS NULL ORDER BY rule_id")]
     servers = {}

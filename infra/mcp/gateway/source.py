@@ -13,7 +13,8 @@ A source is built from four kinds of facts, each named here with where a Kafka-f
    (`Tool.Registered`, `Tool.Renamed`, `Tool.DescriptionChanged`, schema and class events, and the MCP
    sync's records, which give `mcp_tools.upstream_name`); fold them in position order.
 3. **Names** (`Name`): every alias and its lifecycle (`alias`, `deprecated`, `retired`, `shim`), the
-   canonical ID it points at, and the sunset (the earliest release it may be retired in, when known).
+   canonical ID it points at, and for a deprecated alias its sunset: the earliest release it may be
+   retired in (ARCH-21's window) and that release's planned date (`toolcat release plan`), when known.
    Kafka: the `Tool.Alias*` events.
 4. **Policy**: the route rules in force (`domain.routing.RouteRule`), each subject's rule scopes (the
    subject itself and its unit chain: `agent:A`, `unit:U`, the unit's ancestors) and the MCP server
@@ -88,12 +89,14 @@ class Descriptor:
 
 @dataclass(frozen=True)
 class Name:
-    """An alias: the canonical ID it points at, its lifecycle and, when known, its sunset release."""
+    """An alias: the canonical ID it points at, its lifecycle and, when known, its sunset: the date planned
+    for its earliest removal release (ISO date) and that release."""
 
     alias: str
     canonical_id: str
     lifecycle: Literal["alias", "deprecated", "retired", "shim"]
     sunset: str | None = None
+    sunset_release: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,8 @@ class Resolution:
     canonical_id: str | None
     tool: Descriptor | None
     position: int  # the position of the subject's set the answer used
-    sunset: str | None = None
+    sunset: str | None = None  # a deprecated alias's sunset date, when planned
+    sunset_release: str | None = None  # and its earliest removal release, when known
     exposure: str | None = None  # for `disabled`: the tool's effective exposure
 
     @property
@@ -159,7 +163,7 @@ def resolve(directory: Directory, subject_set: SubjectSet, asked: str) -> Resolu
     name = directory.names.get(asked)
     canonical = name.canonical_id if name is not None else asked
     if name is not None and name.lifecycle == "retired":
-        return Resolution(asked, "retired", canonical, None, position, sunset=name.sunset)
+        return Resolution(asked, "retired", canonical, None, position)
     tool = directory.tools.get(canonical)
     if tool is None or not tool.listable:
         return Resolution(asked, "unknown", None if name is None else canonical, None, position)
@@ -172,7 +176,8 @@ def resolve(directory: Directory, subject_set: SubjectSet, asked: str) -> Resolu
     if name is None:
         return Resolution(asked, "canonical", canonical, tool, position)
     outcome: Outcome = "deprecated" if name.lifecycle == "deprecated" else "alias"
-    return Resolution(asked, outcome, canonical, tool, position, sunset=name.sunset)
+    return Resolution(asked, outcome, canonical, tool, position, sunset=name.sunset,
+                      sunset_release=name.sunset_release)
 
 
 def listed(directory: Directory, subject_set: SubjectSet) -> list[Descriptor]:
