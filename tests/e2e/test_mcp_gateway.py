@@ -28,7 +28,7 @@ EVERYTHING = PROJECT_ROOT / "tests" / "mcp_servers" / "node_modules" / ".bin" / 
 TIME = Path(sys.executable).parent / "mcp-server-time"
 SECRET = "gw-Planted-Secret-4242"
 FAULTY_TOOLS = [{"name": name, "description": f"the faulty server's {name}", "inputSchema": {"type": "object"}}
-                for name in ("echo", "crash", "slow", "garbage", "big", "has-secret")]
+                for name in ("echo", "crash", "slow", "garbage", "big", "has-secret", "denied")]
 
 
 @dataclass
@@ -65,7 +65,32 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                 ["agent", "create", "other", "--unit", "support"],
                 ["grant", "add", "agent:triage", "mcp.time.get_current_time"],
                 ["grant", "add", "agent:triage", "mcp.flaky.*"],
-                ["grant", "add", "agent:other", "mcp.time.convert_time"]]
+                ["grant", "add", "agent:other", "mcp.time.convert_time"],
+                # a server that is down once synced: its command is gone
+                ["mcp", "server", "add", "gone", "--command", sys.executable, "--arg", str(FAULTY), "--arg",
+                 str(tools)], ["mcp", "sync", "gone", "--apply"],
+                ["mcp", "server", "change", "gone", "--command", str(home.parent / "no-such-server")],
+                ["grant", "add", "agent:triage", "mcp.gone.echo"],
+                # a deprecated alias inside its window (its removal release planned), and a retired one
+                ["release", "publish", "1.0.0"],
+                ["alias", "add", "mcp.flaky.echo", "mcp.flaky.echo-v1"], ["alias", "deprecate", "mcp.flaky.echo-v1"],
+                ["alias", "add", "mcp.flaky.echo", "mcp.flaky.echo-v0"], ["alias", "deprecate", "mcp.flaky.echo-v0"],
+                ["release", "publish", "1.1.0"],
+                *[["alias", "milestone", alias, milestone, "--release", "1.1.0"]
+                  for alias in ("mcp.flaky.echo-v1", "mcp.flaky.echo-v0")
+                  for milestone in ("canonical_shipped", "docs_shipped", "data_rewrite_shipped")],
+                ["alias", "milestone", "mcp.flaky.echo-v0", "alias_only_emission", "--release", "1.1.0"],
+                ["release", "plan", "1.2.0", "--date", "2027-03-01"],
+                ["alias", "step", "mcp.flaky.echo-v0", "1", "--evidence", "callers moved"],
+                ["alias", "step", "mcp.flaky.echo-v0", "2", "--evidence", "docs moved"],
+                ["release", "publish", "1.2.0"], ["alias", "retire", "mcp.flaky.echo-v0", "--release", "1.2.0"],
+                # an internal tool granted (never listed), a tool no MCP server backs, a route rule
+                ["tool", "register", "mcp.flaky.hidden", "--source", "mcp", "--group", "extension", "--tier",
+                 "default", "--visibility", "internal", "--backing-server", "flaky"],
+                ["tool", "register", "acme.lookup", "--source", "plugin", "--plugin", "acme", "--group", "extension",
+                 "--tier", "default", "--visibility", "public", "--description", "a plugin's tool"],
+                ["grant", "add", "agent:triage", "acme.lookup"],
+                ["route", "rule", "add", "no-denied", "--deny-tool", "mcp.flaky.denied"]]
     if EVERYTHING.exists():
         commands += [["mcp", "server", "add", "everything", "--command", str(EVERYTHING)],
                      ["mcp", "sync", "everything", "--apply"], ["grant", "add", "agent:triage", "mcp.everything.echo"]]
@@ -171,3 +196,119 @@ def _eventually(gateway: Gateway, count: int, query: str) -> list[dict[str, Any]
         time.sleep(0.1)
         rows = gateway.sql(query)
     return rows
+
+
+def test_names_resolve_as_the_catalog_says_and_refusals_say_why(gateway: Gateway) -> None:
+    async def story() -> None:
+        async with agent(gateway.url, gateway.tokens["triage-bot"]) as triage:
+            listed = await triage.names()
+            # internal tools never appear; aliases never appear, canonical IDs do
+            assert "mcp.flaky.hidden" not in listed and "mcp.flaky.echo-v1" not in listed
+            assert {"mcp.flaky.echo", "acme.lookup"} <= set(listed)
+            # a deprecated alias inside its window is forwarded to the canonical tool; _meta says so
+            answer = await triage.session.call_tool("mcp.flaky.echo-v1", {"message": "hello"})
+            assert answer.content[0].text == "hello"
+            assert answer.meta["toolcat"] == {"canonical_id": "mcp.flaky.echo", "asked": "mcp.flaky.echo-v1",
+                                              "position": answer.meta["toolcat"]["position"], "deprecated": True,
+                                              "sunset": "2027-03-01", "sunset_release": "1.2.0"}
+            # a retired alias is refused, naming the canonical ID
+            retired = await triage.refused("mcp.flaky.echo-v0", {"message": "hello"})
+            assert retired.data["reason"] == "retired_alias" and retired.data["canonical_id"] == "mcp.flaky.echo"
+            assert "use 'mcp.flaky.echo' instead" in retired.message
+            # an internal tool, another agent's tool, an unknown name: outside the set
+            assert (await triage.refused("mcp.flaky.hidden")).data["reason"] == "not_in_set"
+            assert (await triage.refused("mcp.time.convert_time")).data["reason"] == "not_in_set"
+            assert (await triage.refused("no.such.tool")).data["reason"] == "unknown_tool"
+            # a tool of the set that no MCP server backs is not served here
+            unserved = await triage.refused("acme.lookup")
+            assert unserved.data["reason"] == "not_served_by_gateway"
+            assert "not served by this gateway" in unserved.message
+            # a route rule denies before anything is forwarded, with route check's evidence
+            denied = await triage.refused("mcp.flaky.denied")
+            assert denied.data["reason"] == "denied_by_tool_rule"
+            assert denied.data["route"]["matched_route_rule_id"] == "no-denied"
+    anyio.run(story)
+    checked = gateway.admin.get("/v1/subjects/agent:triage/route-check", params={"call": "mcp.flaky.denied"}).json()
+    rows = _eventually(gateway, 1, "SELECT reason, matched_rule, evidence FROM gateway_decisions "
+                                   "WHERE asked = 'mcp.flaky.denied'")
+    assert (rows[0]["reason"], rows[0]["matched_rule"]) == (checked["reason_code"], checked["matched_route_rule_id"])
+    evidence = json.loads(rows[0]["evidence"]) if isinstance(rows[0]["evidence"], str) else rows[0]["evidence"]
+    assert {k: evidence[k] for k in ("decision", "matched_tool_name", "matched_tool_classes")} == \
+        {k: checked[k] for k in ("decision", "matched_tool_name", "matched_tool_classes")}
+
+
+def test_one_agent_never_sees_nor_calls_another_agents_tools(gateway: Gateway) -> None:
+    async def story() -> None:
+        async with agent(gateway.url, gateway.tokens["other-bot"]) as other:
+            assert await other.names() == ["mcp.time.convert_time"]
+            assert (await other.refused("mcp.flaky.echo", {"message": "x"})).data["reason"] == "not_in_set"
+    anyio.run(story)
+
+
+def test_no_token_a_wrong_one_or_one_without_a_subject_opens_no_session(gateway: Gateway) -> None:
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "t", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=gateway.served.url) as client:
+        for headers, status, error in (({}, 401, ""), ({"Authorization": "Bearer tc_wrong"}, 401, "invalid_token"),
+                                       ({"Authorization": f"Bearer {gateway.tokens['admin']}"}, 403,
+                                        "insufficient_scope")):
+            answer = client.post("/mcp", json=initialize, headers={**accept, **headers})
+            assert answer.status_code == status, answer.text
+            assert answer.headers["WWW-Authenticate"].startswith('Bearer realm="toolcat"')
+            assert error in answer.headers["WWW-Authenticate"]
+            assert "mcp-session-id" not in answer.headers
+
+
+def test_bad_upstreams_give_an_error_naming_the_server_and_the_gateway_stays_up(gateway: Gateway) -> None:
+    async def story() -> None:
+        async with agent(gateway.url, gateway.tokens["triage-bot"]) as triage:
+            failures = {}
+            for name, arguments in (("mcp.flaky.crash", {}), ("mcp.flaky.slow", {}), ("mcp.flaky.garbage", {}),
+                                    ("mcp.flaky.big", {"size": 200_000}), ("mcp.gone.echo", {"message": "x"})):
+                refused = await triage.refused(name, arguments)
+                assert refused.data["reason"] == "upstream_failed", (name, refused.data)
+                failures[name] = refused.message
+            assert "MCP server 'flaky'" in failures["mcp.flaky.crash"]
+            assert "did not answer" in failures["mcp.flaky.slow"]
+            assert "MCP server 'flaky'" in failures["mcp.flaky.garbage"]
+            assert "TOOLCAT_GATEWAY_MAX_ANSWER_BYTES" in failures["mcp.flaky.big"]
+            assert "MCP server 'gone'" in failures["mcp.gone.echo"]
+            # the gateway is still up: the crashed server is started again for the next call
+            assert (await triage.session.call_tool("mcp.flaky.echo", {"message": "again"})).content[0].text == "again"
+            # the upstream credential is resolved for the server and never comes back
+            secret = await triage.session.call_tool("mcp.flaky.has-secret", {})
+            assert secret.content[0].text == "set" and SECRET not in secret.model_dump_json()
+    anyio.run(story)
+    rows = _eventually(gateway, 5, "SELECT asked, allowed, reason, upstream_error FROM gateway_decisions "
+                                   "WHERE reason = 'upstream_failed'")
+    assert {r["asked"] for r in rows} >= {"mcp.flaky.crash", "mcp.flaky.slow", "mcp.flaky.garbage",
+                                          "mcp.flaky.big", "mcp.gone.echo"}
+    assert all(r["upstream_error"] for r in rows)
+    everything = gateway.sql("SELECT * FROM gateway_decisions")
+    assert SECRET not in json.dumps(everything, default=str)
+    assert gateway.admin.get("/v1/health").status_code == 200
+
+
+def test_a_revoked_tokens_session_ends(gateway: Gateway) -> None:
+    from infra.http.auth import revoke_token
+    home = gateway.served.home
+    token = create_token(home, "short-bot", ["call"], subject="agent:other")["token"]
+    accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    with httpx.Client(base_url=gateway.served.url, headers=accept) as client:
+        opened = client.post("/mcp", headers={"Authorization": f"Bearer {token}"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        # When the token is revoked (and one of the same name and subject made again)
+        revoke_token(home, "short-bot")
+        again = create_token(home, "short-bot", ["call"], subject="agent:other")["token"]
+
+        def ended() -> bool:
+            asked = client.post("/mcp", headers={"Authorization": f"Bearer {again}", "mcp-session-id": session},
+                                json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            return asked.status_code == 404
+        # Then the session the revoked token opened is gone (not merely refused to the old token)
+        anyio.run(until, ended, "the revoked token's session ended")

@@ -165,8 +165,10 @@ def resolve(directory: Directory, subject_set: SubjectSet, asked: str) -> Resolu
     if name is not None and name.lifecycle == "retired":
         return Resolution(asked, "retired", canonical, None, position)
     tool = directory.tools.get(canonical)
-    if tool is None or not tool.listable:
+    if tool is None:
         return Resolution(asked, "unknown", None if name is None else canonical, None, position)
+    if not tool.listable:  # internal and runtime_only tools are never an agent's, whatever its set says
+        return Resolution(asked, "outside_set", canonical, None, position)
     if canonical not in subject_set:
         exposure = subject_set.exposure.get(canonical)
         return Resolution(asked, "outside_set" if exposure is None else "disabled", canonical, None, position,
