@@ -312,3 +312,53 @@ def test_a_revoked_tokens_session_ends(gateway: Gateway) -> None:
             return asked.status_code == 404
         # Then the session the revoked token opened is gone (not merely refused to the old token)
         anyio.run(until, ended, "the revoked token's session ended")
+
+
+def test_the_stdio_gateway_relays_to_the_server_with_the_same_policy(gateway: Gateway, tmp_path: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from tests.support import TOOLCAT, toolcat_env
+    token_file = tmp_path / "token"
+    token_file.write_text(gateway.tokens["other-bot"] + "\n")
+    params = StdioServerParameters(command=TOOLCAT, args=["gateway", "--stdio", "--token-file", str(token_file)],
+                                   env=toolcat_env("desktop", {"TOOLCAT_HOME": str(gateway.served.home)}))
+
+    async def story() -> None:
+        # Given a desktop client that starts the gateway as its process
+        with (tmp_path / "stderr").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await _desktop(session)
+    anyio.run(story)
+    # And its decisions are the server's, on record with the token's name
+    rows = _eventually(gateway, 2, "SELECT asked, allowed FROM gateway_decisions WHERE token = 'other-bot' "
+                                   "AND asked IN ('mcp.time.convert_time', 'mcp.flaky.echo') ORDER BY decided_at")
+    assert [(r["asked"], r["allowed"]) for r in rows][-2:] == [("mcp.time.convert_time", True),
+                                                              ("mcp.flaky.echo", False)]
+
+
+async def _desktop(session: Any) -> None:
+    """A desktop client's session through `toolcat gateway --stdio` as agent:other."""
+    from mcp.shared.exceptions import MCPError
+    await session.initialize()
+    # Then it sees its subject's set, and calls are decided as over HTTP
+    assert [tool.name for tool in (await session.list_tools()).tools] == ["mcp.time.convert_time"]
+    answer = await session.call_tool("mcp.time.convert_time", {"source_timezone": "UTC", "time": "12:00",
+                                                              "target_timezone": "Europe/Paris"})
+    assert "Europe/Paris" in answer.content[0].text
+    with pytest.raises(MCPError) as refused:
+        await session.call_tool("mcp.flaky.echo", {"message": "x"})
+    assert refused.value.data["reason"] == "not_in_set"
+
+
+def test_the_stdio_gateway_without_a_server_says_so(tmp_path: Path) -> None:
+    from tests.support import call_toolcat, toolcat_env
+    token_file = tmp_path / "token"
+    token_file.write_text("tc_anything")
+    run = call_toolcat("gateway", "--stdio", "--token-file", str(token_file),
+                       env=toolcat_env("desktop", {"TOOLCAT_HOME": str(tmp_path / "home")}))
+    assert run.code == 6 and "no toolcat serve runs" in run.error["message"]
+    # and a missing or empty token file is refused before anything starts
+    token_file.write_text("")
+    empty = call_toolcat("gateway", "--stdio", "--token-file", str(token_file),
+                         env=toolcat_env("desktop", {"TOOLCAT_HOME": str(tmp_path / "home")}))
+    assert empty.code == 2 and "is empty" in empty.error["message"]
