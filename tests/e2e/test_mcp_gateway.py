@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from infra.http.auth import create_token
+from tests.doc_text import code_blocks, section
 from tests.serving import Served, posted, serving, tokens
 from tests.support import PROJECT_ROOT, run_in_process
 
@@ -182,6 +183,12 @@ def test_an_agent_lists_calls_loses_its_grant_is_told_and_refused_and_all_is_on_
                                                                      (False, "not_in_set", "triage-bot")]
     position = revoked["position"]
     assert rows[1]["set_position"] >= position > rows[0]["set_position"]
+    # And the README's question "did the agent call the tool after its grant was revoked?" answers with the
+    # denial and its evidence: the revoke's position and who revoked it
+    [question] = code_blocks(section("README.md", "## Connect an agent"), "sql")
+    answered = gateway.sql(question)
+    assert [(r["allowed"], r["reason"], r["revoked_at"], r["revoked_by"]) for r in answered] == [
+        (False, "not_in_set", position, "admin")]
     # And explain names the revoke's position
     explained = gateway.admin.get("/v1/subjects/agent:triage/explain/mcp.time.get_current_time").json()
     assert explained["visible"] is False
