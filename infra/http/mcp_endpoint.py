@@ -21,7 +21,7 @@ from infra.freshness import Freshness
 from infra.http.auth import Principal, TokenBook
 from infra.http.problems import Forbidden, Unauthenticated, problem
 from infra.http.state import ServerState
-from infra.mcp.gateway.decisions import DecisionLog, as_message
+from infra.mcp.gateway.decisions import DecisionLog, kafka_publisher
 from infra.mcp.gateway.gateway import Caller, Gateway
 from infra.mcp.gateway.read_model import ReadModelSets
 
@@ -37,7 +37,7 @@ class McpEndpoint:
         self.state, self.tokens = state, tokens
         self.sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
         state.on_changes.append(self.sets.changed)
-        self.decisions = DecisionLog(state.writer_cursor, _kafka_publisher(state))
+        self.decisions = DecisionLog(state.writer_cursor, kafka_publisher(state.settings))
         self.gateway = Gateway(self.sets, state.settings, self.decisions, self._caller_of)
         self.manager = StreamableHTTPSessionManager(app=self.gateway.server, session_idle_timeout=30 * 60)
 
@@ -136,18 +136,3 @@ def _user(principal: Principal) -> AuthenticatedUser:
 
 def _refused(error: Any, status: int, challenge: str) -> Any:
     return problem(error, "/mcp", headers={"WWW-Authenticate": _CHALLENGE + challenge}, status=status)
-
-
-def _kafka_publisher(state: ServerState) -> Any:
-    """Decisions to Kafka `toolcat.decisions` when Kafka is on; None otherwise."""
-    settings = state.settings
-    if not settings.kafka_bootstrap:
-        return None
-    holder: dict[str, Any] = {}
-
-    def publish(rows: list[dict[str, Any]]) -> None:
-        if "producer" not in holder:
-            from infra import kafka_clients
-            holder["producer"] = kafka_clients.producer(settings)
-        holder["producer"].publish(settings.kafka_decisions_topic, [as_message(row) for row in rows])
-    return publish

@@ -22,7 +22,7 @@ import pytest
 from infra.http.auth import create_token
 from tests.doc_text import code_blocks, section
 from tests.serving import Served, posted, serving, tokens
-from tests.support import PROJECT_ROOT, run_in_process
+from tests.support import PROJECT_ROOT, run_in_process, toolcat_environ, toolcat_in_process
 
 FAULTY = PROJECT_ROOT / "tests" / "mcp_servers" / "faulty.py"
 EVERYTHING = PROJECT_ROOT / "tests" / "mcp_servers" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -99,8 +99,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         patch.setenv("GW_TEST_SECRET", SECRET)
         run_in_process(home, commands)
     keys = tokens(home, admin="read,write,audit")
-    for name, subject in (("triage-bot", "agent:triage"), ("other-bot", "agent:other")):
-        keys[name] = create_token(home, name, ["call"], subject=subject)["token"]
+    # the agent's token made as docs/mcp.md shows
+    [shown] = [line.split("#")[0].split()[1:] for line in code_blocks(
+        section("docs/mcp.md", "## The gateway"), "sh")[0].splitlines() if line.startswith("toolcat token create")]
+    with toolcat_environ("operator"):
+        made = toolcat_in_process(home, "--json", *shown)
+    assert made.code == 0, made.stderr
+    keys["triage-bot"] = made.json["token"]
+    keys["other-bot"] = create_token(home, "other-bot", ["call"], subject="agent:other")["token"]
     env = {"GW_TEST_SECRET": SECRET, "TOOLCAT_MCP_REQUEST_SECONDS": "3", "TOOLCAT_GATEWAY_PAGE_SIZE": "2",
            "TOOLCAT_GATEWAY_MAX_ANSWER_BYTES": "100000"}
     with serving(home, env=env) as served, served.client(keys["admin"]) as admin:

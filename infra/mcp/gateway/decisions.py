@@ -16,6 +16,8 @@ from typing import Any
 import duckdb
 import orjson
 
+from infra.settings import Settings
+
 log = logging.getLogger("toolcat.gateway")
 
 FLUSH_SECONDS = 0.2
@@ -105,3 +107,18 @@ def _stored(column: str, value: Any) -> Any:
 def as_message(row: dict[str, Any]) -> tuple[bytes, bytes]:
     """A decision as a Kafka message: key = subject, value = the row as JSON."""
     return row["subject"].encode(), orjson.dumps(row, default=str)
+
+
+def kafka_publisher(settings: Settings) -> Any:
+    """Decisions to Kafka `toolcat.decisions` when Kafka is on (the producer made at the first batch); None
+    otherwise."""
+    if not settings.kafka_bootstrap:
+        return None
+    holder: dict[str, Any] = {}
+
+    def publish(rows: list[dict[str, Any]]) -> None:
+        if "producer" not in holder:
+            from infra import kafka_clients
+            holder["producer"] = kafka_clients.producer(settings)
+        holder["producer"].publish(settings.kafka_decisions_topic, [as_message(row) for row in rows])
+    return publish
