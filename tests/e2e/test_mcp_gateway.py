@@ -218,12 +218,21 @@ def test_names_resolve_as_the_catalog_says_and_refusals_say_why(gateway: Gateway
     async def story() -> None:
         async with agent(gateway.url, gateway.tokens["triage-bot"]) as triage:
             listed = await triage.names()
+            first = await triage.session.list_tools()
+            assert len(first.tools) == 2 and first.next_cursor is not None  # TOOLCAT_GATEWAY_PAGE_SIZE=2
             # internal tools never appear; aliases never appear, canonical IDs do
             assert "mcp.flaky.hidden" not in listed and "mcp.flaky.echo-v1" not in listed
             assert {"mcp.flaky.echo", "acme.lookup"} <= set(listed)
-            # a deprecated alias inside its window is forwarded to the canonical tool; _meta says so
-            answer = await triage.session.call_tool("mcp.flaky.echo-v1", {"message": "hello"})
+            # a deprecated alias inside its window is forwarded to the canonical tool; _meta says so; the
+            # upstream's progress notifications reach the agent
+            progress: list[tuple[float, float | None, str | None]] = []
+
+            async def heard(value: float, total: float | None, message: str | None) -> None:
+                progress.append((value, total, message))
+            answer = await triage.session.call_tool("mcp.flaky.echo-v1", {"message": "hello"},
+                                                    progress_callback=heard)
             assert answer.content[0].text == "hello"
+            assert progress == [(1, 2, "step 1"), (2, 2, "step 2")]
             assert answer.meta["toolcat"] == {"canonical_id": "mcp.flaky.echo", "asked": "mcp.flaky.echo-v1",
                                               "position": answer.meta["toolcat"]["position"], "deprecated": True,
                                               "sunset": "2027-03-01", "sunset_release": "1.2.0"}

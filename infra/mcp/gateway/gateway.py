@@ -106,8 +106,11 @@ class Gateway:
     async def _check_tokens(self) -> None:
         while True:
             await anyio.sleep(TOKEN_CHECK_SECONDS)
+            valid: dict[str, bool] = {}  # asked once per token and look, however many sessions it holds
             for key, caller in list(self._callers.items()):
-                if not caller.still_valid():
+                if caller.token not in valid:
+                    valid[caller.token] = caller.still_valid()
+                if not valid[caller.token]:
                     await self.end(key)
 
     async def end(self, key: str) -> None:
