@@ -305,6 +305,10 @@ def test_bad_upstreams_give_an_error_naming_the_server_and_the_gateway_stays_up(
             assert "MCP server 'flaky'" in failures["mcp.flaky.garbage"]
             assert "TOOLCAT_GATEWAY_MAX_ANSWER_BYTES" in failures["mcp.flaky.big"]
             assert "MCP server 'gone'" in failures["mcp.gone.echo"]
+            # a call the agent cancels is cancelled (and recorded), and the session goes on
+            with anyio.move_on_after(1):
+                await triage.session.call_tool("mcp.flaky.slow", {})
+            assert (await triage.session.call_tool("mcp.flaky.echo", {"message": "on"})).content[0].text == "on"
             # the upstream credential is resolved for the server and never comes back
             secret = await triage.session.call_tool("mcp.flaky.has-secret", {})
             assert secret.content[0].text == "set" and SECRET not in secret.model_dump_json()
@@ -314,6 +318,8 @@ def test_bad_upstreams_give_an_error_naming_the_server_and_the_gateway_stays_up(
     assert {r["asked"] for r in rows} >= {"mcp.flaky.crash", "mcp.flaky.slow", "mcp.flaky.garbage",
                                           "mcp.flaky.big", "mcp.gone.echo"}
     assert all(r["upstream_error"] for r in rows)
+    cancelled = _eventually(gateway, 1, "SELECT asked FROM gateway_decisions WHERE reason = 'cancelled'")
+    assert [r["asked"] for r in cancelled] == ["mcp.flaky.slow"]
     everything = gateway.sql("SELECT * FROM gateway_decisions")
     assert SECRET not in json.dumps(everything, default=str)
     assert gateway.admin.get("/v1/health").status_code == 200

@@ -213,6 +213,10 @@ class Gateway:
                           upstream_error=said)
             raise MCPError(UPSTREAM_FAILED, said, {**_error_data(resolution), "reason": "upstream_failed",
                                                    "server": server}) from None
+        except anyio.get_cancelled_exc_class():  # the agent cancelled: so is the upstream call; on record
+            self._decided(record, started, allowed=True, reason="cancelled", evidence=evidence,
+                          upstream_error="cancelled by the client")
+            raise
         meta = dict(result.meta or {})
         meta["toolcat"] = {"canonical_id": tool.tool_id, "asked": asked, "position": resolution.position,
                            **({"deprecated": True, "sunset": resolution.sunset,
