@@ -95,13 +95,14 @@ class Gateway:
     async def _tell_changes(self, receive: Any) -> None:
         async with receive:
             async for _position, subjects in receive:
-                for caller in list(self._callers.values()):
+                for key, caller in list(self._callers.items()):
                     if caller.session is not None and (subjects is None or caller.subject in subjects):
                         with anyio.move_on_after(5):
                             try:
                                 await caller.session.send_tool_list_changed()
-                            except Exception as error:  # noqa: BLE001 - a session going away: not ours to fail
+                            except Exception as error:  # noqa: BLE001 - a session gone (idle, disconnected)
                                 log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
+                                self.closed(key)
 
     async def _check_tokens(self) -> None:
         while True:
@@ -127,10 +128,6 @@ class Gateway:
     def closed(self, key: str) -> None:
         self._callers.pop(key, None)
 
-    @property
-    def open_sessions(self) -> int:
-        return len(self._callers)
-
     # -- requests ----------------------------------------------------------------------------------------
     async def _attach(self, ctx: Any, call_next: Any) -> Any:
         """(Middleware of every request) remember the session's handle beside its caller."""
@@ -140,17 +137,17 @@ class Gateway:
         return await call_next(ctx)
 
     def _caller(self, ctx: Any) -> Caller | None:
+        """The caller of the session this request belongs to: the one the transport registered when the
+        session opened (kept by session handle once seen), else who the request itself authenticated as
+        (the opening `initialize`)."""
         found = self._sessions.get(ctx.session)
-        if found is not None:
-            return found
-        caller = self._caller_of(ctx)
-        if caller is not None:
-            key = caller.session_id
-            known = self._callers.get(key) if key is not None else None
-            caller = known or caller
-            if key is not None and known is not None:
-                self._sessions[ctx.session] = caller
-        return caller
+        if found is None:
+            asked = self._caller_of(ctx)
+            found = self._callers.get(asked.session_id) if asked is not None and asked.session_id else None
+            if found is None:
+                return asked
+            self._sessions[ctx.session] = found
+        return found
 
     def _need_caller(self, ctx: Any) -> Caller:
         caller = self._caller(ctx)
