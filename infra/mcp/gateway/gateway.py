@@ -152,7 +152,7 @@ class Gateway:
     def _need_caller(self, ctx: Any) -> Caller:
         caller = self._caller(ctx)
         if caller is None or caller.ended or not caller.still_valid():
-            raise MCPError(REFUSED, "the session's token is no longer valid", {"reason": "token_revoked"})
+            raise _revoked()
         return caller
 
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -171,11 +171,16 @@ class Gateway:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
-        caller = self._need_caller(ctx)
+        caller = self._caller(ctx)
+        if caller is None:  # the transport authenticated nobody: never reached over HTTP or stdio
+            raise MCPError(REFUSED, "the session has no token", {"reason": "no_token"})
         asked = params.name
         record = {"subject": caller.subject, "token": caller.token, "session_id": caller.session_id, "asked": asked}
         if self.settings.gateway_record_arguments:
             record["arguments"] = params.arguments
+        if caller.ended or not caller.still_valid():  # revoked between its checks: refused, on record
+            self._decided(record, started, allowed=False, reason="token_revoked", set_position=0)
+            raise _revoked()
         try:
             subject_set = self.source.subject_set(caller.subject)
             directory = self.source.directory()
@@ -253,6 +258,11 @@ class Gateway:
 
     def _decided(self, record: dict[str, Any], started: float, **fields: Any) -> None:
         self.decisions.record(decision(**record, **fields, latency_ms=(time.perf_counter() - started) * 1000))
+
+
+def _revoked() -> MCPError:
+    return MCPError(REFUSED, "the session's token is no longer valid (revoked, replaced or expired)",
+                    {"reason": "token_revoked"})
 
 
 def _listed(tool: Descriptor) -> types.Tool:
