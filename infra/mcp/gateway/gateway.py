@@ -7,7 +7,9 @@ keeps each open session's handle so that a change of its subject's set reaches i
 `notifications/tools/list_changed`, and a revoked token's sessions are ended (`Caller.end`)."""
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import logging
 import time
 import weakref
@@ -57,7 +59,7 @@ class Gateway:
         self._caller_of = caller_of
         self._callers: dict[str, Caller] = {}  # session key → caller (the sessions open now)
         self._sessions: weakref.WeakKeyDictionary[Any, Caller] = weakref.WeakKeyDictionary()
-        self._loop_token: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.pool: UpstreamPool | None = None
         self.server: Server[Any] = Server("toolcat", version="1", instructions=(
             "The tools of your subject's effective set in the toolcat catalog; each call is decided and recorded."),
@@ -72,7 +74,7 @@ class Gateway:
         """Until cancelled: hold the upstream pool, pass set changes to the sessions, end revoked ones."""
         async with anyio.create_task_group() as group:
             self.pool = UpstreamPool(self.settings, group)
-            self._loop_token = anyio.lowlevel.current_token()
+            self._loop = asyncio.get_running_loop()  # `toolcat serve` runs anyio on asyncio (uvicorn)
             send, receive = anyio.create_memory_object_stream[tuple[int, list[str] | None]](10_000)
             unsubscribe = self.source.subscribe(lambda position, subjects: self._from_thread(send, position, subjects))
             try:
@@ -86,11 +88,20 @@ class Gateway:
                 group.cancel_scope.cancel()
 
     def _from_thread(self, send: Any, position: int, subjects: list[str] | None) -> None:
-        """(The source's thread) hand the change to the event loop; never blocks the follower."""
-        try:
-            anyio.from_thread.run_sync(send.send_nowait, (position, subjects), token=self._loop_token)
-        except (anyio.WouldBlock, RuntimeError):  # full (the next change tells all) or the loop is gone
-            pass
+        """(The source's thread) hand the change to the event loop without waiting for it: the follower
+        announces its batch right after (anyio's from_thread would hold it until the loop ran this)."""
+        def put() -> None:
+            try:
+                send.send_nowait((position, subjects))
+            except anyio.WouldBlock:  # 10,000 changes not yet told: tell every session instead
+                with contextlib.suppress(anyio.WouldBlock):
+                    send.send_nowait((position, None))
+            except anyio.ClosedResourceError:  # stopping
+                pass
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is left to tell
+                loop.call_soon_threadsafe(put)
 
     async def _tell_changes(self, receive: Any) -> None:
         async with receive:
