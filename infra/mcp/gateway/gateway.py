@@ -24,7 +24,8 @@ import mcp_types as types
 
 from domain.errors import ToolcatError
 from infra.mcp.gateway.decisions import DecisionLog, decision
-from infra.mcp.gateway.source import Descriptor, Resolution, SetSource, listed, resolve, route
+from infra.mcp.gateway.source import (Descriptor, Directory, Resolution, SetSource, SubjectSet, listed, resolve,
+                                      route)
 from infra.mcp.gateway.upstream import UpstreamPool, answer_size
 from infra.settings import Settings
 
@@ -33,6 +34,8 @@ log = logging.getLogger("toolcat.gateway")
 # JSON-RPC error codes of the gateway's refusals (docs/mcp.md): a policy refusal, and an upstream failure.
 REFUSED = -32003
 UPSTREAM_FAILED = -32004
+# Listings kept (one per subject with a session); past it, all are built again.
+LISTINGS_KEPT = 4096
 # How often open sessions' tokens are looked at again (a revoked token's sessions end within a second).
 TOKEN_CHECK_SECONDS = 0.25
 
@@ -60,6 +63,7 @@ class Gateway:
         self._callers: dict[str, Caller] = {}  # session key → caller (the sessions open now)
         self._sessions: weakref.WeakKeyDictionary[Any, Caller] = weakref.WeakKeyDictionary()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._listed: dict[str, tuple[SubjectSet, Directory, list[types.Tool]]] = {}
         self.pool: UpstreamPool | None = None
         self.server: Server[Any] = Server("toolcat", version="1", instructions=(
             "The tools of your subject's effective set in the toolcat catalog; each call is decided and recorded."),
@@ -170,15 +174,27 @@ class Gateway:
         caller = self._need_caller(ctx)
         try:
             subject_set = self.source.subject_set(caller.subject)
-            tools = listed(self.source.directory(), subject_set)
+            tools = self._listing(subject_set, self.source.directory())
         except ToolcatError as error:
             raise MCPError(REFUSED, error.message, {"reason": error.code}) from None
         start = _offset(params.cursor if params is not None else None)
         page = tools[start:start + self.settings.gateway_page_size]
         following = start + len(page)
-        return types.ListToolsResult(tools=[_listed(tool) for tool in page],
+        return types.ListToolsResult(tools=page,
                                      next_cursor=_cursor(following) if following < len(tools) else None,
                                      meta={"toolcat/position": subject_set.position})
+
+    def _listing(self, subject_set: SubjectSet, directory: Directory) -> list[types.Tool]:
+        """The subject's listing, built once per (set, directory): both are replaced, never changed, when a
+        batch changes them, so the same pair lists the same tools (a 1,000-tool set is 1,000 models)."""
+        kept = self._listed.get(subject_set.subject)
+        if kept is not None and kept[0] is subject_set and kept[1] is directory:
+            return kept[2]
+        tools = [_listed(tool) for tool in listed(directory, subject_set)]
+        if len(self._listed) >= LISTINGS_KEPT:
+            self._listed.clear()
+        self._listed[subject_set.subject] = (subject_set, directory, tools)
+        return tools
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
