@@ -52,6 +52,7 @@ class Caller:
     end: Callable[[], Awaitable[None]] | None = None
     session: Any = None  # mcp.server.session.ServerSession, once a request showed it
     called: list[Descriptor] = field(default_factory=list)  # the tools called so far (route rules' "after")
+    seen: tuple[str, ...] | None = None  # the set it was last listed or told of
     ended: bool = False
 
 
@@ -110,14 +111,30 @@ class Gateway:
     async def _tell_changes(self, receive: Any) -> None:
         async with receive:
             async for _position, subjects in receive:
+                now: dict[str, tuple[str, ...] | None] = {}
                 for key, caller in list(self._callers.items()):
-                    if caller.session is not None and (subjects is None or caller.subject in subjects):
-                        with anyio.move_on_after(5):
-                            try:
-                                await caller.session.send_tool_list_changed()
-                            except Exception as error:  # noqa: BLE001 - a session gone (idle, disconnected)
-                                log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
-                                self.closed(key)
+                    if caller.session is None or subjects is not None and caller.subject not in subjects:
+                        continue
+                    if subjects is None and not self._moved(caller, now):
+                        continue
+                    with anyio.move_on_after(5):
+                        try:
+                            await caller.session.send_tool_list_changed()
+                        except Exception as error:  # noqa: BLE001 - a session gone (idle, disconnected)
+                            log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
+                            self.closed(key)
+
+    def _moved(self, caller: Caller, now: dict[str, tuple[str, ...] | None]) -> bool:
+        """After a batch that may have changed any set (a Kafka-fed server says no more): whether the
+        caller's subject's set differs from the one it was last told of (read once per subject)."""
+        if caller.subject not in now:
+            try:
+                now[caller.subject] = self.source.subject_set(caller.subject).tools
+            except ToolcatError:  # gone or not readable now: tell it, its next list says why
+                now[caller.subject] = None
+        moved = caller.seen is None or now[caller.subject] != caller.seen
+        caller.seen = now[caller.subject]
+        return moved
 
     async def _check_tokens(self) -> None:
         while True:
@@ -177,6 +194,7 @@ class Gateway:
             tools = self._listing(subject_set, self.source.directory())
         except ToolcatError as error:
             raise MCPError(REFUSED, error.message, {"reason": error.code}) from None
+        caller.seen = subject_set.tools
         start = _offset(params.cursor if params is not None else None)
         page = tools[start:start + self.settings.gateway_page_size]
         following = start + len(page)
