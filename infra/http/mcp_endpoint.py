@@ -17,6 +17,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Message, Receive, Scope, Send
 
+from domain.errors import Unavailable
 from infra.freshness import Freshness
 from infra.http.auth import Principal, TokenBook
 from infra.http.problems import Forbidden, Unauthenticated, problem
@@ -33,8 +34,14 @@ _CHALLENGE = 'Bearer realm="toolcat", scope="call"'
 class McpEndpoint:
     """The ASGI app at /mcp, and the lifetime of what it holds (`running`)."""
 
+    # Whether the sets are there to be served: False from start until the server's first catch-up ends (a
+    # session opened before would find its subject missing, not yet projected).
+    caught_up = True
+
     def __init__(self, state: ServerState, tokens: TokenBook) -> None:
         self.state, self.tokens = state, tokens
+        self.caught_up = False
+        state.on_caught_up.append(self._caught_up)
         self.sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
         state.on_changes.append(self.sets.changed)
         self.decisions = DecisionLog(state.writer_cursor, kafka_publisher(state.settings))
@@ -55,12 +62,19 @@ class McpEndpoint:
         finally:
             self.decisions.stop()
 
+    def _caught_up(self) -> None:
+        self.caught_up = True
+
     # -- a request ---------------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         principal = self._principal(headers.get("authorization"))
         if not isinstance(principal, Principal):
             await principal(scope, receive, send)
+            return
+        if not self.caught_up:
+            refused = Unavailable("the gateway is starting: the read model is catching up with the store")
+            await problem(refused, "/mcp")(scope, receive, send)  # 503 with Retry-After
             return
         scope["user"] = _user(principal)
         scope.setdefault("state", {})[_PRINCIPAL] = principal

@@ -75,3 +75,34 @@ def test_sessions_are_told_when_their_own_set_moved_and_only_then(state: ServerS
                 assert (await session.list_tools()).tools == []
             group.cancel_scope.cancel()
     anyio.run(story)
+
+
+def test_mcp_answers_503_until_the_server_has_caught_up(sqlite_settings: Settings) -> None:
+    import httpx
+
+    from infra.http.auth import TokenBook, create_token
+    from infra.http.mcp_endpoint import McpEndpoint
+    from infra.http.metrics import ServerMetrics
+    run_in_process(sqlite_settings.home, [["unit", "create", "u"], ["agent", "create", "a", "--unit", "u"]])
+    token = create_token(sqlite_settings.home, "a-bot", ["call"], subject="agent:a")["token"]
+    # Given a server's state made but not started (its first catch-up not done)
+    state = ServerState(sqlite_settings, "store", ServerMetrics())
+    endpoint = McpEndpoint(state, TokenBook(sqlite_settings.home, "local"))
+
+    async def opening() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=endpoint), base_url="http://t") as client:
+            return await client.post("/mcp", headers={"Authorization": f"Bearer {token}"}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    try:
+        # Then a session cannot open yet: 503 with Retry-After, not an agent told its subject does not exist
+        refused = anyio.run(opening)
+        assert refused.status_code == 503 and refused.headers["Retry-After"]
+        assert refused.json()["code"] == "unavailable"
+        # And once the state is caught up the endpoint takes sessions (the hooks the follower runs)
+        for ready in state.on_caught_up:
+            ready()
+        assert endpoint.caught_up
+    finally:
+        state.catalog.close()
+        state.con.close()
