@@ -40,7 +40,8 @@ class McpEndpoint:
 
     def __init__(self, state: ServerState, tokens: TokenBook) -> None:
         self.state, self.tokens = state, tokens
-        self.caught_up = False
+        # (A Kafka-fed server has no start-up catch-up with the store: it serves what it has applied.)
+        self.caught_up = state.source != "store"
         state.on_caught_up.append(self._caught_up)
         self.sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
         state.on_changes.append(self.sets.changed)
