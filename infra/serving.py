@@ -47,3 +47,26 @@ def fresh_snapshot(settings: Settings, head: int) -> duckdb.DuckDBPyConnection |
     if con is None and snapshot.request_snapshot(settings) is not None:
         con = snapshot.open_snapshot(settings.home, head)
     return con
+
+
+def gateway_stdio(settings: Settings, token_file: Path) -> dict[str, Any]:
+    """`toolcat gateway --stdio`: relay MCP between stdin/stdout and the /mcp of the server running on the
+    home (infra/mcp/gateway/stdio.py says why there)."""
+    import anyio
+
+    from domain.errors import Unavailable, UsageError
+    from infra.http.address import live_address
+    from infra.mcp.gateway.stdio import relay
+    try:
+        token = token_file.read_text().strip()
+    except OSError as error:
+        raise UsageError(f"--token-file {token_file}: {error.strerror or error}", token_file=str(token_file)) from None
+    if not token:
+        raise UsageError(f"--token-file {token_file} is empty: it holds the token of 'toolcat token create NAME "
+                         "--subject agent:A --scope call'", token_file=str(token_file))
+    address = live_address(settings.home)
+    if address is None:
+        raise Unavailable(f"no toolcat serve runs on {settings.home}: the gateway on stdio relays to its /mcp "
+                          "(start it with 'toolcat serve')", home=str(settings.home))
+    anyio.run(relay, f"{address.url}/mcp", token, settings.mcp_request_seconds)
+    return {"url": f"{address.url}/mcp"}

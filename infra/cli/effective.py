@@ -120,7 +120,16 @@ def cmd_explain(ctx: Context) -> Reply:
     document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool),
                            at if at is not None else INFINITY, parse_effective_at(ctx.args.effective_at))
     grants = [document["winner"], *document["shadowed"]] if document["winner"] else []
-    return Reply(document, _explanation(document["subject"], document["tool_id"], grants))
+    lines = _explanation(document["subject"], document["tool_id"], grants)
+    if not grants:
+        # When it left the set (a revoke, an unbind): what the gateway's refusals of it point back to.
+        from projections.effective.reads import left_at
+        found = document["left_at"] = left_at(con, (kind, name), document.get("tool_key") or
+                                              queries.lookup(con, ctx.args.tool)["tool_key"],
+                                              at if at is not None else INFINITY)
+        if found is not None:
+            lines.append(f"  it left the set at position {found['position']} ({found['type']})")
+    return Reply(document, lines)
 
 
 def _explanation(subject: str, tool_id: str, grants: list[dict[str, Any]]) -> list[Any]:

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.cli.output import Reply, notices, plain, print_text
@@ -89,11 +90,28 @@ def cmd_rebuild(ctx: Context) -> Reply:
             tracking = catch_up(ctx.catalog, Projector(con), progress=progress)
     finally:
         con.close()
+    _keep_decisions(live, fresh)
     # A stale write-ahead log of the old file must not be replayed onto the new one.
     live.with_name(live.name + ".wal").unlink(missing_ok=True)
     os.replace(fresh, live)
     document = {"position": tracking.position, "events": tracking.events}
     return Reply(document, [f"rebuilt the read model: {tracking.events} events, position {tracking.position}"])
+
+
+def _keep_decisions(live: Path, fresh: Path) -> None:
+    """The MCP gateway's decision log is not derived from the events: a rebuild copies it over."""
+    import duckdb
+    if not live.exists():
+        return
+    con = duckdb.connect(str(fresh))
+    try:
+        con.execute("ATTACH '{}' AS live (READ_ONLY)".format(str(live).replace("'", "''")))
+        if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'live' "
+                       "AND table_name = 'gateway_decisions'").fetchone()[0]:
+            con.execute("INSERT INTO gateway_decisions SELECT * FROM live.gateway_decisions")
+        con.execute("DETACH live")
+    finally:
+        con.close()
 
 
 def cmd_relay(ctx: Context) -> Reply:

@@ -2,6 +2,7 @@
 use it)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infra.cli.output import Reply, notices
@@ -18,6 +19,15 @@ def register(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=8750, help="port to listen on (0: any free port, see serve.json)")
     p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store",
                    help="follow the event store (default) or Kafka toolcat.events")
+    # The MCP gateway alone (issue 34): on stdio for a desktop client, or fed by Kafka (--from kafka).
+    p = commands.add("gateway", cmd_gateway, "run the MCP gateway alone: --stdio for a desktop client (relays to "
+                     "the home's toolcat serve), --from kafka serves streamable HTTP fed by Kafka", "pipeline")
+    p.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout (a process a client starts)")
+    p.add_argument("--token-file", type=Path, metavar="F",
+                   help="with --stdio: the file holding a call token bound to a subject")
+    p.add_argument("--from", dest="source", choices=("kafka",), help="feed it from Kafka (TOOLCAT_KAFKA_BOOTSTRAP)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8751, help="port to listen on (default 8751; 0: any free port)")
     commands.group("token", "bearer tokens for the HTTP server")
     p = commands.add("token create", cmd_token_create, "make a token (printed once; the home keeps its digest)",
                      "pipeline")
@@ -44,6 +54,22 @@ def cmd_serve(ctx: Context) -> Reply:
         mark_replica(ctx.settings)
     document = serve(ctx.settings, a.host, a.port, a.source, notices(ctx.as_json), answer_read)
     return Reply(document, [f"stopped serving {document['url']} at position {document['position']}"])
+
+
+def cmd_gateway(ctx: Context) -> Reply:
+    from domain.errors import UsageError
+    a = ctx.args
+    if a.stdio == (a.source == "kafka"):
+        raise UsageError("toolcat gateway takes --stdio --token-file F, or --from kafka")
+    if a.stdio:
+        from infra.serving import gateway_stdio
+        if a.token_file is None:
+            raise UsageError("toolcat gateway --stdio needs --token-file F (a call token bound to a subject)")
+        gateway_stdio(ctx.settings, a.token_file)
+        return Reply({}, [])  # stdout was the MCP stream: nothing more is written to it
+    from infra.serving import serve_gateway_from_kafka  # type: ignore[attr-defined]  # gwkafka's branch
+    document = serve_gateway_from_kafka(ctx.settings, a.host, a.port, notices(ctx.as_json))
+    return Reply(document, [f"stopped the gateway at {document['url']} at position {document['position']}"])
 
 
 def cmd_token_create(ctx: Context) -> Reply:

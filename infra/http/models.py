@@ -71,6 +71,9 @@ class Explanation(Document):
     winner: dict[str, Any] | None
     shadowed: list[dict[str, Any]]
     positions: list[int]
+    # For a tool not seen now that was seen before: the event that took it out ({"position", "type",
+    # "recorded_at"}), what the gateway's refusals point back to.
+    left_at: dict[str, Any] | None = None
 
 
 class AuditVerify(Document):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
 import duckdb
@@ -76,6 +77,22 @@ def explanation(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool: 
     return {"subject": f"{subject[0]}:{subject[1]}", "tool_id": tool_id, "visible": bool(grants),
             "winner": grants[0] if grants else None, "shadowed": grants[1:],
             "positions": sorted(decided)}
+
+
+def left_at(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_key: str, at: int = INFINITY
+            ) -> dict[str, Any] | None:
+    """For a tool the subject no longer sees at `at`: the event that ended its last version in the subject's
+    set (e.g. the grant's revoke), as {"position", "type", "recorded_at"}; None when it never saw it."""
+    rows = run(con, """
+        SELECT h.valid_to, e.type, epoch_us(e.recorded_at) FROM effective_history_of($kind, $name) h
+        JOIN events e ON e.position = h.valid_to
+        WHERE h.tool_key = $key AND h.valid_to IS NOT NULL AND h.valid_to <= $at
+        ORDER BY h.valid_to DESC LIMIT 1""", {"kind": subject[0], "name": subject[1], "key": tool_key, "at": at})
+    if not rows:
+        return None
+    position, kind, recorded = rows[0]
+    when = datetime.fromtimestamp(recorded / 1e6, timezone.utc)
+    return {"position": position, "type": kind, "recorded_at": when.isoformat(timespec="microseconds")}
 
 
 def _id_at(con: duckdb.DuckDBPyConnection, tool_key: str, at: int) -> str | None:

@@ -3,6 +3,12 @@ at each tools/list, so a story can change them between syncs), in pages, and can
 
     python faulty.py TOOLS.json [--page-size N] [--fault exit|hang-initialize|die-mid-list|many:N] [--notify-changes]
 
+tools/call (for the gateway's stories), by the tool's name: `echo` answers its `message` (with two progress
+notifications when the call asks for progress), `crash` exits in the middle of the call, `slow` never
+answers, `garbage` answers with a result that is not a tools/call result, `big` answers `size` bytes of
+text, `has-secret` answers whether the variable FAULTY_API_TOKEN is set (never its value); any other name
+answers an MCP error.
+
 --notify-changes: once a client has listed the tools, a change of TOOLS.json (its modification time) is
 sent to it as `notifications/tools/list_changed`.
 
@@ -22,6 +28,7 @@ import anyio
 from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError as McpError
 
 
 def _tools(path: Path, fault: str) -> list[dict[str, Any]]:
@@ -63,7 +70,31 @@ def main() -> None:
         return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in page],
                                      next_cursor=str(start + options.page_size) if more else None)
 
-    server = Server("faulty", version="1.0.0", on_list_tools=list_tools)
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        arguments = params.arguments or {}
+        if params.name == "echo":
+            token = (ctx.meta or {}).get("progress_token", (ctx.meta or {}).get("progressToken"))
+            if token is not None:
+                for step in (1, 2):
+                    await ctx.session.send_progress_notification(token, step, 2, f"step {step}",
+                                                                 related_request_id=str(ctx.request_id))
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(arguments.get("message")))])
+        if params.name == "crash":
+            sys.stderr.write("faulty: crashing in the middle of tools/call\n")
+            sys.stderr.flush()
+            os._exit(5)
+        if params.name == "slow":
+            await anyio.sleep_forever()
+        if params.name == "garbage":
+            return {"content": "this is not a list of content blocks", "isError": "maybe"}
+        if params.name == "big":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="x" * int(arguments["size"]))])
+        if params.name == "has-secret":
+            return types.CallToolResult(content=[types.TextContent(
+                type="text", text="set" if os.environ.get("FAULTY_API_TOKEN") else "unset")])
+        raise McpError(-32601, f"faulty: no tool {params.name}")
+
+    server = Server("faulty", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
 
     async def tell_changes() -> None:
         seen = options.tools.stat().st_mtime_ns

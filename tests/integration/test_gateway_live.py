@@ -1,0 +1,108 @@
+"""The gateway's live updates over the server's read model, in process: the SDK's server and client over
+memory streams, the sets of a real ServerState that follows the store (tests/serving.following_state).
+
+A batch that names the subjects whose set it changed tells exactly their sessions; a batch that says "any
+set may have changed" (what a Kafka-fed server says of each of its batches) tells only the sessions whose
+set moved since they last listed it."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from domain.base import Meta
+from infra.freshness import Freshness
+from infra.http.state import ServerState
+from infra.mcp.gateway.decisions import DecisionLog
+from infra.mcp.gateway.gateway import Caller, Gateway
+from infra.mcp.gateway.read_model import ReadModelSets
+from infra.settings import Settings
+from tests.serving import following_state
+from tests.support import run_in_process
+
+META = Meta(actor="tester")
+TOOL = ["tool", "register", "acme.lookup", "--source", "plugin", "--plugin", "acme", "--group", "extension",
+        "--tier", "default", "--visibility", "public"]
+
+
+@pytest.fixture
+def state(sqlite_settings: Settings) -> Iterator[ServerState]:
+    run_in_process(sqlite_settings.home, [TOOL, ["unit", "create", "u"], ["agent", "create", "a", "--unit", "u"],
+                                          ["agent", "create", "b", "--unit", "u"],
+                                          ["grant", "add", "agent:a", "acme.lookup"]])
+    with following_state(sqlite_settings) as server:
+        server.wait_for(server.store_head(), 30)
+        yield server
+
+
+def test_sessions_are_told_when_their_own_set_moved_and_only_then(state: ServerState) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+    sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
+    state.on_changes.append(sets.changed)
+    caller = Caller(subject="agent:a", token="a-bot", session_id="memory")
+    gateway = Gateway(sets, state.settings, DecisionLog(None), lambda ctx: caller)
+    heard: list[str] = []
+
+    async def handler(message: Any) -> None:
+        heard.append(type(message).__name__)
+
+    async def story() -> None:
+        async with anyio.create_task_group() as group, create_client_server_memory_streams() as (client, server):
+            await group.start(gateway.run)
+            gateway.opened("memory", caller)
+            group.start_soon(lambda: gateway.server.run(server[0], server[1], gateway.initialization_options()))
+            async with ClientSession(client[0], client[1], message_handler=handler) as session:
+                await session.initialize()
+                assert [t.name for t in (await session.list_tools()).tools] == ["acme.lookup"]
+                # When a batch says any set may have changed, and agent:a's has not: nothing is said
+                sets.changed(state.position, None)
+                # When another agent's set changes: nothing is said to agent:a either
+                written = state.catalog.add_grant("agent:b", "acme.lookup", META).position
+                await anyio.to_thread.run_sync(state.wait_for, written, 30)
+                # When agent:a's grant is revoked and reported as "any set may have changed"
+                state.on_changes.remove(sets.changed)  # (as a Kafka-fed server reports its batches)
+                written = state.catalog.revoke_grant("agent:a", "acme.lookup", META).position
+                await anyio.to_thread.run_sync(state.wait_for, written, 30)
+                sets.changed(written, None)
+                # Then agent:a is told once, and its list is empty
+                with anyio.fail_after(10):
+                    while "ToolListChangedNotification" not in heard:
+                        await anyio.sleep(0.02)
+                assert heard.count("ToolListChangedNotification") == 1  # notifications arrive in order
+                assert (await session.list_tools()).tools == []
+            group.cancel_scope.cancel()
+    anyio.run(story)
+
+
+def test_mcp_answers_503_until_the_server_has_caught_up(sqlite_settings: Settings) -> None:
+    import httpx
+
+    from infra.http.auth import TokenBook, create_token
+    from infra.http.mcp_endpoint import McpEndpoint
+    from infra.http.metrics import ServerMetrics
+    run_in_process(sqlite_settings.home, [["unit", "create", "u"], ["agent", "create", "a", "--unit", "u"]])
+    token = create_token(sqlite_settings.home, "a-bot", ["call"], subject="agent:a")
+    # Given a server's state made but not started (its first catch-up not done)
+    state = ServerState(sqlite_settings, "store", ServerMetrics())
+    endpoint = McpEndpoint(state, TokenBook(sqlite_settings.home, "local"))
+
+    async def opening() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=endpoint), base_url="http://t") as client:
+            return await client.post("/mcp", headers={"Authorization": f"Bearer {token}"}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    try:
+        # Then a session cannot open yet: 503 with Retry-After, not an agent told its subject does not exist
+        refused = anyio.run(opening)
+        assert refused.status_code == 503 and refused.headers["Retry-After"]
+        assert refused.json()["code"] == "unavailable"
+        # And once the state is caught up the endpoint takes sessions (the hooks the follower runs)
+        for ready in state.on_caught_up:
+            ready()
+        assert endpoint.caught_up
+    finally:
+        state.catalog.close()
+        state.con.close()
