@@ -79,6 +79,11 @@ class Settings(BaseSettings):
     gateway_record_arguments: bool = False
     gateway_max_answer_bytes: int = Field(4 * 1024 * 1024, gt=0)
     kafka_decisions_topic: str = "toolcat.decisions"
+    # `toolcat serve` answers only requests whose Host (and Origin, when sent) is a loopback name or one of
+    # these (DNS rebinding: a page of another site must not reach the server through its own name); the
+    # server's own --host address counts too. Absolute links are built from `public_url`, else relative.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    public_url: str | None = None
     # The effective sets' Python fast paths that are on (projections/effective/maintenance.FastPaths), as
     # JSON: `[]` refreshes every batch with the rule's SQL alone (the same sets, more slowly).
     effective_fast_paths: list[Literal["grants", "ways", "kept"]] = ["grants", "ways", "kept"]

@@ -25,9 +25,10 @@ class Served:
     url: str
     log: Path
 
-    def client(self, token: str | None = None, **options: Any) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, **{"timeout": 60, **options})
+    def client(self, token: str | None = None, headers: dict[str, str] | None = None,
+               **options: Any) -> httpx.Client:
+        sent = ({"Authorization": f"Bearer {token}"} if token else {}) | (headers or {})
+        return httpx.Client(base_url=self.url, headers=sent, **{"timeout": 60, **options})
 
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM, then the exit code (a hang fails the test)."""

@@ -19,6 +19,11 @@ def register(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=8750, help="port to listen on (0: any free port, see serve.json)")
     p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store",
                    help="follow the event store (default) or Kafka toolcat.events")
+    p.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[], metavar="NAME",
+                   help="a name clients reach the server by, beside loopback ones and --host (repeat); "
+                        "requests naming another host are refused with 421 (TOOLCAT_ALLOWED_HOSTS)")
+    p.add_argument("--public-url", metavar="URL",
+                   help="the server's URL as clients reach it, for absolute links (default: relative links)")
     # The MCP gateway alone (issue 34): on stdio for a desktop client, or fed by Kafka (--from kafka).
     p = commands.add("gateway", cmd_gateway, "run the MCP gateway alone: --stdio for a desktop client (relays to "
                      "the home's toolcat serve), --from kafka serves streamable HTTP fed by Kafka", "pipeline")
@@ -52,7 +57,10 @@ def cmd_serve(ctx: Context) -> Reply:
     a = ctx.args
     if a.source == "kafka":
         mark_replica(ctx.settings)
-    document = serve(ctx.settings, a.host, a.port, a.source, notices(ctx.as_json), answer_read)
+    settings = ctx.settings.model_copy(update={
+        "allowed_hosts": [*ctx.settings.allowed_hosts, *a.allowed_hosts],
+        "public_url": a.public_url or ctx.settings.public_url})
+    document = serve(settings, a.host, a.port, a.source, notices(ctx.as_json), answer_read)
     return Reply(document, [f"stopped serving {document['url']} at position {document['position']}"])
 
 

@@ -19,6 +19,7 @@ from infra.http import signin
 from infra.http.answers import AnswerRead
 from infra.http.auth import TokenBook, require
 from infra.http.current_sets import CurrentSets
+from infra.http.hosts import HostCheck, served_names
 from infra.http.limits import SizeLimits
 from infra.http.methods import HeadAsGet, allowed_methods
 from infra.http.mcp_endpoint import McpEndpoint
@@ -67,6 +68,7 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(SizeLimits)
+    app.add_middleware(HostCheck, names=served_names(state.settings.allowed_hosts))
     app.add_middleware(RequestTimer, metrics=state.metrics)
     app.add_middleware(HeadAsGet)  # the outermost: every other part sees the GET a HEAD stands for
     return app

@@ -53,6 +53,12 @@ class NotAcceptable(UsageError):
     code = "not_acceptable"
 
 
+class Misdirected(UsageError):
+    """A request whose Host or Origin names a site this server does not serve (HTTP 421)."""
+
+    code = "misdirected"
+
+
 class NotFound(UsageError):
     """No endpoint at this path (or not for this method)."""
 
@@ -61,7 +67,7 @@ class NotFound(UsageError):
 
 # First match wins: subclasses before their bases.
 STATUSES: tuple[tuple[type[ToolcatError], int], ...] = (
-    (Unauthenticated, 401), (Forbidden, 403), (TooLarge, 413), (NotFound, 404), (NotAcceptable, 406),
+    (Unauthenticated, 401), (Forbidden, 403), (TooLarge, 413), (Misdirected, 421), (NotFound, 404), (NotAcceptable, 406),
     (RetiredAlias, 410),
     (UnknownTool, 404), (UnknownSubject, 404), (UnknownRelease, 404), (UnknownConnector, 404), (UnknownGrant, 404),
     (UnknownProposal, 404),

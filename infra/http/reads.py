@@ -21,6 +21,7 @@ from infra.freshness import Freshness
 from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, json_response, respond, run_command, server_of
 from infra.http.auth import Principal, require
+from infra.http.hosts import absolute
 from infra.read_routes import READ_ROUTES
 from projections import queries
 
@@ -96,7 +97,8 @@ def deprecation_headers(request: Request, tool_id: str) -> dict[str, str]:
         found = queries.deprecation(con, tool_id)
     if found is None:
         return {}
-    successor = str(request.url_for("tool_show", id=found["canonical_id"]))
+    successor = absolute(server_of(request).settings.public_url,
+                         request.app.url_path_for("tool_show", id=found["canonical_id"]))
     headers = {"Deprecation": f"@{int(found['deprecated_at'].timestamp())}",
                "Link": f'<{successor}>; rel="successor-version"'}
     if found["removal_planned"] is not None:

@@ -66,6 +66,8 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     """Serve until stopped; reads are answered by `answer_read` (the command line's, handed over by the
     command that starts the server: infra/http never imports the command line)."""
     _check_can_serve(settings, host)
+    # The address it listens on is a name the server serves (Host and Origin: infra/http/hosts.py).
+    settings = settings.model_copy(update={"allowed_hosts": [*settings.allowed_hosts, host]})
     sock = _bind(host, port)
     try:
         state = ServerState(settings, source, ServerMetrics())

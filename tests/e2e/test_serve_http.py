@@ -125,7 +125,8 @@ def test_a_deprecated_alias_answers_the_canonical_tool_with_deprecation_link_and
                                                          f"JOIN events e ON e.position = a.deprecated_position "
                                                          f"WHERE a.alias = '{DEPRECATED}'"}).json()[0]["t"]
     assert shown.headers["Deprecation"] == f"@{deprecated_at}"
-    assert shown.headers["Link"] == f'<{served.url}/v1/tools/memory.write>; rel="successor-version"'
+    # relative (never built from the request's Host): a client resolves it against the URL it asked
+    assert shown.headers["Link"] == '</v1/tools/memory.write>; rel="successor-version"'
     assert "Sunset" not in shown.headers  # no removal release is known yet
 
     for milestone in ("canonical_shipped", "docs_shipped", "data_rewrite_shipped"):
