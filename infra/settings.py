@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # holds at most this many rows (the rest are cut, and the answer says so).
     sql_timeout_seconds: float = Field(30.0, gt=0)
     sql_row_limit: int = Field(100_000, gt=0)
+    # ... and at most about this many bytes (its Arrow size, before encoding): a query of a few huge values
+    # cannot make an answer of gigabytes.
+    sql_max_bytes: int = Field(64 * 1024 * 1024, gt=0)
     # MCP servers (infra/mcp/): how long starting a server and its `initialize` may take, and each request
     # after it (a page of tools/list); a server slower than that is an error, never a wait without end.
     mcp_connect_seconds: float = Field(10.0, gt=0)

@@ -23,18 +23,37 @@ ARROW_STREAM = "application/vnd.apache.arrow.stream"
 PARQUET = "application/vnd.apache.parquet"
 MEDIA_TYPES = (JSON, CSV, ARROW_STREAM, PARQUET)
 
-# Schema metadata of an answer: the row limit it ran under and whether the limit cut it short.
+# Schema metadata of an answer: the row and byte limits it ran under, whether a limit cut it short, and
+# which ("rows" or "bytes").
 ROW_LIMIT_KEY = b"toolcat.row_limit"
+BYTE_LIMIT_KEY = b"toolcat.byte_limit"
 TRUNCATED_KEY = b"toolcat.truncated"
+CUT_BY_KEY = b"toolcat.cut_by"
 
 
-def limit_metadata(row_limit: int, cut: bool) -> dict[bytes, bytes]:
-    return {ROW_LIMIT_KEY: str(row_limit).encode(), TRUNCATED_KEY: b"true" if cut else b"false"}
+def limit_metadata(row_limit: int, cut_by: str | None, byte_limit: int | None = None) -> dict[bytes, bytes]:
+    found = {ROW_LIMIT_KEY: str(row_limit).encode(), TRUNCATED_KEY: b"true" if cut_by else b"false"}
+    if byte_limit is not None:
+        found[BYTE_LIMIT_KEY] = str(byte_limit).encode()
+    if cut_by:
+        found[CUT_BY_KEY] = cut_by.encode()
+    return found
 
 
 def truncated(table: pa.Table) -> bool:
-    """Whether the row limit cut this answer short (more rows matched than it holds)."""
+    """Whether a limit cut this answer short (more rows matched than it holds)."""
     return (table.schema.metadata or {}).get(TRUNCATED_KEY) == b"true"
+
+
+def cut_by(table: pa.Table) -> str | None:
+    """Which limit cut the answer short: "rows", "bytes", or None."""
+    found = (table.schema.metadata or {}).get(CUT_BY_KEY)
+    return found.decode() if found else None
+
+
+def byte_limit(table: pa.Table) -> int | None:
+    found = (table.schema.metadata or {}).get(BYTE_LIMIT_KEY)
+    return int(found) if found else None
 
 
 def row_limit(table: pa.Table) -> int | None:

@@ -181,11 +181,12 @@ def _check_tree(node: Any) -> None:
         _check_tree(value)
 
 
-def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float, row_limit: int
-              ) -> pa.Table:
+def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float, row_limit: int,
+              max_bytes: int | None = None) -> pa.Table:
     """Check and run one user query on a cursor of `con` (opened with `sandbox_config`). The answer holds
-    at most `row_limit` rows; its schema metadata says whether the limit cut it (`truncated`). Raises
-    `SqlRefused`, `SqlError`, or `SqlTimeout` when it runs longer than `timeout_seconds`."""
+    at most `row_limit` rows and about `max_bytes` bytes (its Arrow size); its schema metadata says whether
+    a limit cut it, and which (`truncated`, `cut_by`). Raises `SqlRefused`, `SqlError`, or `SqlTimeout`
+    when it runs longer than `timeout_seconds`."""
     check_query(query)
     cursor = con.cursor()
     timed_out = threading.Event()
@@ -198,7 +199,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float
     timer.daemon = True
     timer.start()
     try:
-        return _fetch(cursor, query, row_limit)
+        return _fetch(cursor, query, row_limit, max_bytes)
     except duckdb.InterruptException as error:
         if timed_out.is_set():
             raise SqlTimeout(f"the query ran longer than {timeout_seconds:g} s and was stopped",
@@ -213,22 +214,39 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float
         cursor.close()
 
 
-def _fetch(cursor: duckdb.DuckDBPyConnection, query: str, row_limit: int) -> pa.Table:
-    """Streams the answer batch by batch and stops reading past `row_limit` (DuckDB stops computing)."""
+def _fetch(cursor: duckdb.DuckDBPyConnection, query: str, row_limit: int, max_bytes: int | None) -> pa.Table:
+    """Streams the answer batch by batch and stops reading past `row_limit` rows or `max_bytes` bytes
+    (DuckDB stops computing)."""
     relation = cursor.sql(query)
     if relation is None:
-        return pa.table({}).replace_schema_metadata(limit_metadata(row_limit, False))
+        return pa.table({}).replace_schema_metadata(limit_metadata(row_limit, None, max_bytes))
     duck_types = relation.types
     reader = relation.to_arrow_reader(min(row_limit + 1, 65_536))
-    batches, count = [], 0
+    batches, count, size, cut = [], 0, 0, None
     for batch in reader:
+        if max_bytes is not None and size + batch.nbytes > max_bytes:
+            batch, cut = batch.slice(0, _rows_within(batch, max_bytes - size)), "bytes"
         batches.append(batch)
-        count += batch.num_rows
-        if count > row_limit:
+        count, size = count + batch.num_rows, size + batch.nbytes
+        if cut is None and count > row_limit:
+            cut = "rows"
+        if cut is not None:
             break
     table = pa.Table.from_batches(batches, schema=reader.schema).slice(0, row_limit)
     table = _with_json_types(table, duck_types)
-    return table.replace_schema_metadata(limit_metadata(row_limit, count > row_limit))
+    return table.replace_schema_metadata(limit_metadata(row_limit, cut, max_bytes))
+
+
+def _rows_within(batch: pa.RecordBatch, budget: int) -> int:
+    """How many of the batch's first rows fit in `budget` bytes (a slice's size counts its rows only)."""
+    low, high = 0, batch.num_rows
+    while low < high:
+        middle = (low + high + 1) // 2
+        if batch.slice(0, middle).nbytes <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _with_json_types(table: pa.Table, duck_types: list[Any]) -> pa.Table:

@@ -3,7 +3,7 @@
 `projections.sql_encode`, shared with `POST /v1/sql`."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import UsageError
 from infra.cli.output import AS_JSON, Reply, Table
@@ -31,18 +31,28 @@ def output_format(ctx: Context) -> str:
 
 
 def cmd_sql(ctx: Context) -> Reply:
-    from projections.sql_encode import csv_text, row_limit, rows, truncated
+    from projections.sql_encode import csv_text, rows
     from projections.user_sql import run_query, sandbox_config
     chosen = output_format(ctx)
     settings = ctx.settings
     table = run_query(ctx.read_only_model(config=sandbox_config()), ctx.args.query,
-                      settings.sql_timeout_seconds, settings.sql_row_limit)
+                      settings.sql_timeout_seconds, settings.sql_row_limit, settings.sql_max_bytes)
     document = rows(table)
-    notes = [f"only the first {row_limit(table)} rows are shown (TOOLCAT_SQL_ROW_LIMIT); more rows matched"
-             ] if truncated(table) else []
+    notes = cut_note(table)
     if chosen == "json":
         return Reply(document, AS_JSON, notes=notes)
     if chosen == "csv":
         return Reply(document, [csv_text(table)], notes=notes)
     return Reply(document, [Table(None, table.column_names, [list(row.values()) for row in document])],
                  notes=notes)
+
+
+def cut_note(table: Any) -> list[str]:
+    """What the answer says when a limit cut it short."""
+    from projections.sql_encode import byte_limit, cut_by, row_limit
+    if cut_by(table) == "rows":
+        return [f"only the first {row_limit(table)} rows are shown (TOOLCAT_SQL_ROW_LIMIT); more rows matched"]
+    if cut_by(table) == "bytes":
+        return [f"only the first {table.num_rows} rows are shown: the answer reached {byte_limit(table)} bytes "
+                "(TOOLCAT_SQL_MAX_BYTES); more rows matched"]
+    return []

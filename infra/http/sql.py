@@ -2,7 +2,7 @@
 
 The SQL surface is the command line's: `projections.user_sql.run_query` checks the statement, runs it under
 the statement timeout (TOOLCAT_SQL_TIMEOUT_SECONDS) and stops reading at the row limit
-(TOOLCAT_SQL_ROW_LIMIT); `projections.sql_encode.encode` writes JSON, CSV, an Arrow IPC stream or Parquet.
+(TOOLCAT_SQL_ROW_LIMIT) or the byte limit (TOOLCAT_SQL_MAX_BYTES); `projections.sql_encode.encode` writes JSON, CSV, an Arrow IPC stream or Parquet.
 The server's database is opened with the user-SQL sandbox (infra/http/state.py), so what the check lets
 through still cannot reach a file.
 """
@@ -19,12 +19,13 @@ from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, respond, run_command, server_of
 from infra.http.auth import require
 from infra.http.problems import NotAcceptable
-from projections.sql_encode import JSON, MEDIA_TYPES, encode, row_limit, truncated
+from projections.sql_encode import JSON, MEDIA_TYPES, byte_limit, cut_by, encode, row_limit, truncated
 from projections.user_sql import run_query
 
 router = APIRouter(tags=["sql"])
-# Answer headers: the row limit the query ran under, and whether it cut the answer short.
-ROW_LIMIT_HEADER, TRUNCATED_HEADER = "Toolcat-Row-Limit", "Toolcat-Truncated"
+# Answer headers: the row and byte limits the query ran under, whether one cut the answer short, and which.
+ROW_LIMIT_HEADER, BYTE_LIMIT_HEADER = "Toolcat-Row-Limit", "Toolcat-Byte-Limit"
+TRUNCATED_HEADER, CUT_BY_HEADER = "Toolcat-Truncated", "Toolcat-Cut-By"
 
 
 class SqlQuery(BaseModel):
@@ -63,8 +64,15 @@ def media_type_of(accept: str | None) -> str:
                         accept=accept, media_types=list(MEDIA_TYPES))
 
 
-_ANSWERS = {200: {"content": {kind: {} for kind in MEDIA_TYPES},
-                  "description": f"the rows; {TRUNCATED_HEADER}: true when the row limit cut them short"},
+_LIMIT_HEADERS = {
+    ROW_LIMIT_HEADER: {"description": "the row limit the query ran under", "schema": {"type": "integer"}},
+    BYTE_LIMIT_HEADER: {"description": "the byte limit (Arrow size) the query ran under", "schema": {"type": "integer"}},
+    TRUNCATED_HEADER: {"description": "true when a limit cut the answer short", "schema": {"type": "string"}},
+    CUT_BY_HEADER: {"description": "which limit cut it: rows or bytes (only when cut)", "schema": {"type": "string"}},
+}
+_ANSWERS = {200: {"content": {kind: {} for kind in MEDIA_TYPES}, "headers": _LIMIT_HEADERS,
+                  "description": f"the rows; {TRUNCATED_HEADER}: true when the row or byte limit cut them short "
+                                 f"({CUT_BY_HEADER}: rows or bytes)"},
             400: models.PROBLEMS[400], 406: {"description": "Accept names no media type answered here"},
             422: models.PROBLEMS[422]}
 
@@ -79,6 +87,10 @@ def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> 
                          format=body.format)
     state = server_of(request)
     with state.read_model(Freshness()) as con:
-        table = run_query(con, body.query, state.settings.sql_timeout_seconds, state.settings.sql_row_limit)
-    headers = {ROW_LIMIT_HEADER: str(row_limit(table)), TRUNCATED_HEADER: str(truncated(table)).lower()}
+        table = run_query(con, body.query, state.settings.sql_timeout_seconds, state.settings.sql_row_limit,
+                          state.settings.sql_max_bytes)
+    headers = {ROW_LIMIT_HEADER: str(row_limit(table)), BYTE_LIMIT_HEADER: str(byte_limit(table)),
+               TRUNCATED_HEADER: str(truncated(table)).lower()}
+    if truncated(table):
+        headers[CUT_BY_HEADER] = str(cut_by(table))
     return Response(encode(table, media_type), media_type=media_type, headers=headers)

@@ -303,6 +303,17 @@ def test_sql_stops_at_the_row_limit_and_says_so(admin: httpx.Client) -> None:
     # Then the answer holds the first 100,000 and its headers say it was cut short
     assert answer.headers["toolcat-row-limit"] == "100000" and answer.headers["toolcat-truncated"] == "true"
     assert pa.ipc.open_stream(answer.content).read_all().num_rows == 100_000
+    assert answer.headers["toolcat-cut-by"] == "rows"
+
+
+def test_sql_stops_at_the_byte_limit_and_says_so(admin: httpx.Client) -> None:
+    # When a few huge values would make an answer of 400 MB (TOOLCAT_SQL_MAX_BYTES is 64 MiB by default)
+    answer = admin.post("/v1/sql", json={"query": "SELECT repeat('x', 1000000) AS big FROM range(400)"})
+    # Then the answer holds the first values that fit, and its headers say the bytes cut it short
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["toolcat-truncated"] == "true" and answer.headers["toolcat-cut-by"] == "bytes"
+    assert answer.headers["toolcat-byte-limit"] == str(64 * 1024 * 1024)
+    assert 0 < len(answer.json()) <= 64 * 1024 * 1024 // 1_000_000 and len(answer.content) < 70 * 1024 * 1024
 
 
 def test_sql_stops_a_query_running_past_the_statement_timeout(admin: httpx.Client) -> None:

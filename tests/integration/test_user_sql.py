@@ -22,7 +22,7 @@ from infra.wiring import open_catalog, open_read_model
 from projections.catchup import catch_up
 from projections.fingerprint import fingerprint
 from projections.projector import Projector
-from projections.sql_encode import ARROW_STREAM, CSV, JSON, PARQUET, encode, rows, truncated
+from projections.sql_encode import ARROW_STREAM, CSV, JSON, PARQUET, byte_limit, cut_by, encode, rows, truncated
 from projections.user_sql import check_query, run_query, sandbox_config
 from tests.doc_text import page, pages
 from tests.support import run_example, run_in_process
@@ -186,6 +186,22 @@ def test_the_row_limit_cuts_the_answer_and_says_so(sandboxed: duckdb.DuckDBPyCon
     assert whole.num_rows == story and not truncated(whole)
     endless = run_query(sandboxed, "SELECT * FROM range(100000000000)", timeout_seconds=30, row_limit=3)
     assert endless.num_rows == 3 and truncated(endless)
+
+
+def test_the_byte_limit_cuts_an_answer_of_a_few_huge_values_and_says_so(
+        sandboxed: duckdb.DuckDBPyConnection) -> None:
+    # given a query of 400 values of 100 kB each (40 MB), when the answer may hold 1 MB
+    query = "SELECT i, repeat('x', 100000) AS big FROM range(400) t(i)"
+    cut = run_query(sandboxed, query, timeout_seconds=30, row_limit=1000, max_bytes=1_000_000)
+    # then it holds the first rows that fit, says the bytes cut it, and names the limit
+    assert 0 < cut.num_rows < 10 and cut.nbytes <= 1_000_000
+    assert cut.column("i").to_pylist() == list(range(cut.num_rows))
+    assert truncated(cut) and cut_by(cut) == "bytes" and byte_limit(cut) == 1_000_000
+    # while an answer under both limits is whole, and a row limit reached first says rows
+    small = run_query(sandboxed, "SELECT 1 AS one", timeout_seconds=30, row_limit=10, max_bytes=1_000_000)
+    assert not truncated(small) and cut_by(small) is None
+    rows_first = run_query(sandboxed, "SELECT * FROM range(100)", timeout_seconds=30, row_limit=5, max_bytes=1_000_000)
+    assert rows_first.num_rows == 5 and cut_by(rows_first) == "rows"
 
 
 def test_json_columns_are_json_values_in_every_encoding(sandboxed: duckdb.DuckDBPyConnection) -> None:
