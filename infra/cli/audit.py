@@ -117,10 +117,13 @@ def cmd_audit_replay(ctx: Context) -> Reply:
     with reporting("audit replay", ctx.as_json, lambda: head) as progress:
         result = replay(ctx.catalog, con, ctx.args.until, progress=progress,
                         memory_limit=ctx.settings.duckdb_memory_limit, deep=ctx.args.deep)
+    from projections.verify import disagreement_message
     verdict = "matches" if result["matches"] else "DOES NOT MATCH"
-    return Reply(result, [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
-                          f"{verdict} the live read model ({result['live_fingerprint']})"],
-                 exit_code=0 if result["matches"] else 5)
+    lines = [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
+             f"{verdict} the live read model ({result['live_fingerprint']})"]
+    if result["altered"] or result["seals"]:
+        lines.append(disagreement_message(result, "the replayed history disagrees with what vouched for it"))
+    return Reply(result, lines, exit_code=0 if result["matches"] else 5)
 
 
 def cmd_audit_fingerprint(ctx: Context) -> Reply:

@@ -34,7 +34,14 @@ def register(commands: Commands) -> None:
     p.add_argument("--from-position", type=int, default=0, metavar="N",
                    help="report only changes after position N (the last position a previous run printed): "
                         "a restart resumes instead of replaying from the start")
-    commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
+    p = commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in, once it "
+                     "agrees with the hashes the old read model recorded and the seals (exit 5 otherwise)",
+                     "pipeline")
+    p.add_argument("--accept-altered-history", action="store_true",
+                   help="swap in a rebuild that disagrees with the recorded hashes or the seals, recording an "
+                        "audit event that names the positions and their old and new hashes (needs --reason)")
+    p.add_argument("--reason", help="why altered history is accepted; stored with the audit event")
+    p.add_argument("--actor", help="who accepts it (default TOOLCAT_ACTOR, else the OS user)")
 
 
 def store_head(ctx: Context) -> Callable[[], int | None]:
@@ -74,26 +81,60 @@ def cmd_project(ctx: Context) -> Reply:
 
 
 def cmd_rebuild(ctx: Context) -> Reply:
-    """Build a fresh read model beside the live one, then swap it in with one atomic rename."""
+    """Build a fresh read model beside the live one, check it against everything that vouched for the
+    history (the hashes the live one recorded, the seals), then swap it in with one atomic rename. A
+    rebuild must not launder an alteration that `audit verify` would convict."""
+    from domain.errors import IntegrityFailure, UsageError
     from infra.wiring import open_read_model
     from projections.catchup import catch_up
+    from projections.connection import connect
     from projections.projector import Projector
+    from projections.verify import disagreement_message, rebuild_disagreements
     ctx.refuse_if_served("rebuild it")
+    accept = ctx.args.accept_altered_history
+    if accept and not (ctx.args.reason or "").strip():
+        raise UsageError("--accept-altered-history needs --reason TEXT: the acceptance is recorded on the chain "
+                         "with why it was made")
     live = ctx.settings.read_model_path
     fresh = live.with_name(live.name + ".rebuild")
     fresh.unlink(missing_ok=True)
     con = open_read_model(ctx.settings, fresh)
+    accepted = None
     try:
         head = ctx.catalog.recorder.max_notification_id() or 0
         with reporting("rebuild", ctx.as_json, lambda: head) as progress:
             tracking = catch_up(ctx.catalog, Projector(con), progress=progress)
-    finally:
+        old = connect(str(live), read_only=True) if live.exists() else None
+        try:
+            found = rebuild_disagreements(con, old)
+        finally:
+            if old is not None:
+                old.close()
+        if found["altered"] or found["seals"]:
+            if not accept:
+                raise IntegrityFailure(
+                    disagreement_message(found, "rebuild refused, the live read model is kept")
+                    + ". Inspect with 'toolcat audit verify'; to swap it in all the same, run 'toolcat rebuild "
+                    "--accept-altered-history --reason TEXT'", **found)
+            result = ctx.catalog.accept_altered_history(found["altered"],
+                                                        [s["seal_position"] for s in found["seals"]], ctx.meta())
+            tracking = catch_up(ctx.catalog, Projector(con))  # the acceptance, on the chain and in the model
+            accepted = {**found, "position": result.position, "reason": ctx.args.reason}
+    except BaseException:
         con.close()
+        fresh.unlink(missing_ok=True)
+        fresh.with_name(fresh.name + ".wal").unlink(missing_ok=True)
+        raise
+    con.close()
     # A stale write-ahead log of the old file must not be replayed onto the new one.
     live.with_name(live.name + ".wal").unlink(missing_ok=True)
     os.replace(fresh, live)
-    document = {"position": tracking.position, "events": tracking.events}
-    return Reply(document, [f"rebuilt the read model: {tracking.events} events, position {tracking.position}"])
+    document = {"position": tracking.position, "events": tracking.events, "accepted": accepted}
+    lines = [f"rebuilt the read model: {tracking.events} events, position {tracking.position}"]
+    if accepted:
+        lines.append(disagreement_message(found, f"accepted altered history (recorded at position "
+                                                 f"{accepted['position']})"))
+    return Reply(document, lines)
 
 
 def cmd_relay(ctx: Context) -> Reply:
