@@ -182,7 +182,9 @@ def watched_subject(ctx: Context) -> str:
 
 def cmd_watch(ctx: Context) -> Reply:
     """Prints each change as it comes: a line per changed tool for people; with --json one JSON line per
-    change of the set ({"subject", "position", "changes"}), flushed at once, and nothing at the end."""
+    change of the set ({"subject", "position", "changes"}; the first version always, an empty set with
+    no changes), one {"subject", "position", "caught_up": true} line once the changelog was read up to
+    its caught-up marker, flushed at once, and nothing at the end."""
     from infra import kafka_clients
     from consumers.watch import watch
     settings, stop, subject = ctx.settings, StopFlag(), watched_subject(ctx)
@@ -198,6 +200,8 @@ def cmd_watch(ctx: Context) -> Reply:
             sys.stdout.write(json.dumps({"subject": subject, "position": position, "changes": changes}) + "\n")
             sys.stdout.flush()
             return
+        if not changes:  # a first version with no tools: published all the same
+            print_text(f"@{position} {plain(subject)} has no tools")
         for change in changes:
             mark = {"added": "+", "removed": "-", "changed": "~"}[change["change"]]
             detail = (f"({plain(change['row']['provenance'])}, {change['row']['exposure']})" if "row" in change
@@ -205,9 +209,16 @@ def cmd_watch(ctx: Context) -> Reply:
             print_text(f"@{position} {mark} {plain(change['tool_id'])} {detail}")
         sys.stdout.flush()
 
+    def caught_up(position: int) -> None:
+        if ctx.as_json:
+            sys.stdout.write(json.dumps({"subject": subject, "position": position, "caught_up": True}) + "\n")
+        else:
+            print_text(f"@{position} caught up: the changelog holds every set as of position {position}")
+        sys.stdout.flush()
+
     try:
         watch(consumer, settings.kafka_effective_topic, subject, show, ctx.args.timeout, stop,
-              ctx.args.from_position)
+              ctx.args.from_position, caught_up)
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,9 +1,12 @@
 """`GET /v1/subjects/{subject}/watch`: a subject's effective-set changes as Server-Sent Events, `id` = the
 position each change is as of.
 
-A new stream starts with the whole set (every tool "added"). A client reconnecting with `Last-Event-ID: P`
-gets the difference between the set as of P and the current one as one event, then the changes as
-batches apply: nothing missed, nothing twice.
+A new stream starts with the whole set (every tool "added"; an empty set is one event with no changes),
+then a `caught-up` event ({subject, position}): the client's copy is complete as of that position. A client
+reconnecting with `Last-Event-ID: P` gets the difference between the set as of P and the current one as
+one event (none when nothing changed), the `caught-up` event, then the changes as batches apply: nothing
+missed, nothing twice. A `Last-Event-ID` beyond the read model's head was never sent by this server: 409,
+with the head. The first event goes at once, so the response's headers do too (not with a first ping).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from consumers.watch import diff
-from domain.errors import UnknownSubject, UsageError
+from domain.errors import Conflict, UnknownSubject, UsageError
 from infra.reading import current_document
 from infra.freshness import Freshness
 from infra.http.answers import run_command, server_of
@@ -57,7 +60,9 @@ def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> Server
 @router.get("/v1/subjects/{subject}/watch", response_class=EventSourceResponse,
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "events `changes`: {subject, position, changes: [{change, tool_id, "
-                                            "row | fields}]}; id = position"}})
+                                            "row | fields}]}, then once `caught-up`: {subject, position}; "
+                                            "id = position"},
+                       409: {"description": "Last-Event-ID beyond the head"}})
 async def watch(request: Request, subject: str, last_event_id: str | None = Header(None),
                 _: Any = Depends(require("read"))) -> EventSourceResponse:
     state, sets = server_of(request), request.app.state.current_sets
@@ -66,15 +71,24 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
     resumed = int(last_event_id) if last_event_id is not None else None
     # Unknown subjects are refused before the stream starts.
     position, current = await run_in_threadpool(_set_at, request, subject, None, True)
+    if resumed is not None and resumed > max(position, state.position):
+        raise Conflict(f"Last-Event-ID {resumed} is beyond the head of this server's history (position "
+                       f"{max(position, state.position)}): it was not sent by this server; resume from the "
+                       "head or start afresh", last_event_id=resumed, head=max(position, state.position))
     before: list[dict[str, Any]] = [] if resumed is None else (
         await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[1]
 
     async def changes() -> AsyncIterator[ServerSentEvent]:
         sent, tools, at = before, current, position
+        first = True
         while not state.stopping.is_set():
-            if changed := diff(sent, tools):
+            if (changed := diff(sent, tools)) or (first and resumed is None):  # a new stream: the set, even empty
                 yield _event(subject, at, changed)
                 sent = tools
+            if first:
+                first = False
+                yield ServerSentEvent(data=json.dumps({"subject": subject, "position": at}), id=str(at),
+                                      event="caught-up")
             waiter = state.batch_waiter()
             if state.position == at:
                 await _wait(waiter)
