@@ -33,8 +33,9 @@ _RECHECK_SECONDS = 5.0
 
 
 def _set_at(request: Request, subject: str, position: int | None, caught_up: bool = False
-            ) -> tuple[int, list[dict[str, Any]]]:
-    """The subject's set now (None) or as of `position`; empty where the subject did not exist yet.
+            ) -> tuple[int, int, list[dict[str, Any]]]:
+    """(the read model's position, the position of the subject's last change, the subject's set) now
+    (None), or (`position`, `position`, its set as of it); empty where the subject did not exist yet.
     `caught_up`: first wait until the read model holds every write the store holds (a stream opened
     right after the write creating its subject must find it); later looks take what is applied."""
     freshness = Freshness() if caught_up else Freshness(min_position=0)
@@ -48,8 +49,10 @@ def _set_at(request: Request, subject: str, position: int | None, caught_up: boo
     except UnknownSubject:
         if position is None:
             raise
-        return position, []
-    return document["position"], document["tools"]
+        return position, position, []
+    if position is None:
+        return document["read_model_position"], document["position"], document["tools"]
+    return position, position, document["tools"]
 
 
 def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> ServerSentEvent:
@@ -70,20 +73,22 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
         raise UsageError("Last-Event-ID must be a position this stream sent", last_event_id=last_event_id)
     resumed = int(last_event_id) if last_event_id is not None else None
     # Unknown subjects are refused before the stream starts.
-    position, current = await run_in_threadpool(_set_at, request, subject, None, True)
+    position, changed_at, current = await run_in_threadpool(_set_at, request, subject, None, True)
     if resumed is not None and resumed > max(position, state.position):
         raise Conflict(f"Last-Event-ID {resumed} is beyond the head of this server's history (position "
                        f"{max(position, state.position)}): it was not sent by this server; resume from the "
                        "head or start afresh", last_event_id=resumed, head=max(position, state.position))
     before: list[dict[str, Any]] = [] if resumed is None else (
-        await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[1]
+        await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[2]
 
     async def changes() -> AsyncIterator[ServerSentEvent]:
-        sent, tools, at = before, current, position
+        # `at`: the read model's position the set was read at; `last`: the subject's last change then (the
+        # events' position and id, as its ETag: CONTRACT v1.2)
+        sent, tools, at, last = before, current, position, changed_at
         first = True
         while not state.stopping.is_set():
             if (changed := diff(sent, tools)) or (first and resumed is None):  # a new stream: the set, even empty
-                yield _event(subject, at, changed)
+                yield _event(subject, last, changed)
                 sent = tools
             if first:
                 first = False
@@ -98,7 +103,7 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
             if applied != at and sets.unchanged_since(subject, at):
                 at = applied  # the batches since changed other subjects: no read, no thread (the fan-out)
             elif applied != at:
-                at, tools = await run_in_threadpool(_set_at, request, subject, None)
+                at, last, tools = await run_in_threadpool(_set_at, request, subject, None)
 
     return EventSourceResponse(changes(), ping=15)
 

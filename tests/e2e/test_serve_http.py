@@ -149,16 +149,25 @@ def test_a_retired_id_is_gone_with_its_canonical_id(admin: httpx.Client) -> None
     problem(admin.get("/v1/subjects/agent:nobody/effective"), 404, "unknown_subject")
 
 
-def test_the_effective_set_carries_its_position_as_etag_and_answers_304_until_it_moves(
+def test_the_effective_set_carries_its_last_change_as_etag_and_answers_304_until_it_changes(
         admin: httpx.Client) -> None:
     first = admin.get("/v1/subjects/agent:triage/effective")
     etag = first.headers["ETag"]
     assert etag == f'"{first.json()["position"]}"'
+    assert first.json()["position"] <= first.json()["read_model_position"]
     unchanged = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
     assert unchanged.status_code == 304 and unchanged.content == b"" and unchanged.headers["ETag"] == etag
-    write(admin, "/v1/unit/create", {"unit": "etag-moves"})
+    # an unrelated write moves the read model, not the agent's ETag (and the command line agrees)
+    created = write(admin, "/v1/unit/create", {"unit": "etag-moves"})["position"]
+    still = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
+    assert still.status_code == 304 and still.headers["ETag"] == etag
+    after = admin.get("/v1/subjects/agent:triage/effective").json()
+    assert after["read_model_position"] >= created > after["position"] == first.json()["position"]
+    # a change of its own set moves it, to that change's position
+    granted = write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": "acme.ticket.open"})["position"]
     moved = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
-    assert moved.status_code == 200 and moved.headers["ETag"] != etag
+    assert moved.status_code == 200 and moved.headers["ETag"] == f'"{granted}"' == f'"{moved.json()["position"]}"'
+    write(admin, "/v1/grant/revoke", {"subject": "agent:triage", "target": "acme.ticket.open"})
 
 
 def test_min_position_waits_then_answers_503_with_retry_after(admin: httpx.Client) -> None:
