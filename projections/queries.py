@@ -20,14 +20,20 @@ _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t
     t.backing_server, t.plugin, t.description, t.classes, t.risk, t.schema_valid, t.requires_state"""
 
 
-def lookup(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
+def lookup(con: duckdb.DuckDBPyConnection, tool_id: str, at: int | None = None) -> dict[str, Any]:
     """What an ID names: the canonical tool, or one of its aliases. Rejects malformed (`invalid_id`: a
-    pattern, a space, too long), unknown and retired IDs."""
+    pattern, a space, too long), unknown and retired IDs; with `at` (a past read), an alias retired since
+    is taken as it was at that position, and refused only if it was already retired then."""
     check_id_text(tool_id, non_ascii=True)  # whatever the policy, no ID holds these
     rows = select_rows(con, query("lookup"), {"id": tool_id})
     if not rows:
         raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
     row = rows[0]
+    if row["lifecycle"] == "retired" and at is not None:
+        then = select_rows(con, f"SELECT lifecycle, shim FROM alias_history WHERE alias = $id AND {AS_OF}",
+                           {"id": tool_id, "at": at})
+        if then and then[0]["lifecycle"] != "retired":
+            return {**row, **then[0]}
     if row["lifecycle"] == "retired":
         raise RetiredAlias(f"'{tool_id}' was retired; use '{row['canonical_id']}' instead",
                            tool_id=tool_id, canonical_id=row["canonical_id"])

@@ -119,7 +119,7 @@ def cmd_explain(ctx: Context) -> Reply:
     at = moment(ctx)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
-    document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool),
+    document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool, at),
                            at if at is not None else INFINITY, parse_effective_at(ctx.args.effective_at))
     grants = [document["winner"], *document["shadowed"]] if document["winner"] else []
     return Reply(document, _explanation(document["subject"], document["tool_id"], grants))
