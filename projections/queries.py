@@ -134,9 +134,15 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
                         [entry["deprecated_position"]])
     for step in steps:
         step["recorded_at"] = step["recorded_at"].isoformat(timespec="microseconds")
+    deprecated = None  # when and by whom the window opened
+    if entry["deprecated_position"] is not None:
+        found = select_rows(con, "SELECT position, recorded_at, actor FROM events WHERE position = ?",
+                            [entry["deprecated_position"]])
+        if found:
+            deprecated = {**found[0], "recorded_at": found[0]["recorded_at"].isoformat(timespec="microseconds")}
     return {
         "alias": alias, "canonical_id": entry["canonical_id"], "state": entry["lifecycle"],
-        "shim": entry["shim"],
+        "shim": entry["shim"], "deprecated": deprecated,
         "window": {"opened_release": opened,
                    "earliest_removal_release": earliest_removal(
                        {m["name"]: m["release"] for m in milestones},

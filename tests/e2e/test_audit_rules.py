@@ -192,3 +192,22 @@ def test_a_secret_reference_or_route_rule_naming_an_old_id_is_a_finding(audit_ho
                                                                 ("route rule", "rule:no-purge")}
     assert entry["status"] == "findings"
     assert any(f.startswith("no configuration names it") and "secret reference" in f for f in entry["findings"])
+
+
+def test_small_things_an_auditor_meets(audit_home: Path, toolcat: Any, tmp_path: Path) -> None:
+    # `-o report.json` writes JSON, as its name says
+    target = tmp_path / "report.json"
+    ok(toolcat("audit", "report", "-o", str(target)))
+    assert json.loads(target.read_text())["aliases"]
+    # a steps table with every step recorded is not titled "not recorded yet"
+    complete = toolcat("audit", "alias", RETIRED, json_output=False).stdout
+    assert "removal steps" in complete and "not recorded yet" not in complete
+    assert "not recorded yet" in toolcat("audit", "alias", OPEN[0], json_output=False).stdout
+    # `audit alias --json` says when and by whom the alias was deprecated
+    deprecated = ok(toolcat("audit", "alias", RETIRED))["deprecated"]
+    assert set(deprecated) == {"position", "recorded_at", "actor"} and deprecated["actor"]
+    # a retirement refused while the window is open says what to run
+    refused = toolcat("alias", "retire", OPEN[0], "--release", "1.3.0")
+    assert refused.error["code"] == "window_open"
+    assert f"alias milestone {OPEN[0]} canonical_shipped --release VERSION" in refused.error["message"]
+    assert refused.error["details"]["next"]
