@@ -28,7 +28,8 @@ def register(commands: Commands) -> None:
     p.add_argument("--follow", action="store_true", help="keep relaying new events until stopped")
     p.add_argument("--from-position", type=int, metavar="N", help="relay again from position N")
     p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka, as they happen",
-                     "pipeline")
+                     "pipeline", json_help="print one JSON line per change as it happens ({subject, position, "
+                                           "changes}), and one {subject, position, caught_up: true} line")
     p.add_argument("subject", metavar="SUBJECT", help="unit:NAME or agent:NAME")
     p.add_argument("--timeout", type=float, help="stop after this many seconds without messages")
     p.add_argument("--from-position", type=int, default=0, metavar="N",

@@ -186,3 +186,10 @@ def test_an_empty_set_is_published_and_the_changelog_marks_caught_up(kafka_setti
     watched = [m for m in (json.loads(line) for line in run.stdout.splitlines() if line.startswith("{"))]
     assert watched == [{"subject": "agent:idle", "position": head, "changes": []},
                        {"subject": "agent:idle", "position": head, "caught_up": True}]
+
+
+def test_watch_help_says_what_json_prints() -> None:
+    from tests.support import call_toolcat, toolcat_env
+    shown = call_toolcat("watch", "--help", env=toolcat_env("tester"), json_output=False)
+    assert shown.code == 0
+    assert "exactly one JSON document" not in shown.stdout and "one JSON line per change" in " ".join(shown.stdout.split())
