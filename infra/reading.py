@@ -19,7 +19,9 @@ def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, 
     kind, name = parse_subject(subject)
     found = queries.current_set(con, f"{kind}:{name}", (kind, name))
     if found is None:
-        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
+        near = queries.nearest_subject(con, kind, name)
+        raise UnknownSubject(f"no {kind} '{name}'" + (f"; did you mean '{near}'?" if near else ""), subject=subject,
+                             **({"did_you_mean": near} if near else {}))
     return {"subject": subject, "position": found[1], "read_model_position": found[0], "tools": found[2]}
 
 

@@ -27,7 +27,10 @@ def lookup(con: duckdb.DuckDBPyConnection, tool_id: str, at: int | None = None) 
     check_id_text(tool_id, non_ascii=True)  # whatever the policy, no ID holds these
     rows = select_rows(con, query("lookup"), {"id": tool_id})
     if not rows:
-        raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
+        near = nearest(con, "SELECT canonical_id FROM tools UNION SELECT alias FROM aliases WHERE lifecycle <> 'retired'",
+                       tool_id)
+        raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog" + (f"; did you mean '{near}'?" if near else ""),
+                          tool_id=tool_id, **({"did_you_mean": near} if near else {}))
     row = rows[0]
     if row["lifecycle"] == "retired" and at is not None:
         then = select_rows(con, f"SELECT lifecycle, shim FROM alias_history WHERE alias = $id AND {AS_OF}",
@@ -172,6 +175,22 @@ def deprecation(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any] 
 def events_of_key(con: duckdb.DuckDBPyConnection, key: str) -> list[dict[str, Any]]:
     """The events a write recorded under an idempotency key, in order."""
     return select_rows(con, "SELECT position, type FROM events WHERE idempotency_key = ? ORDER BY position", [key])
+
+
+def nearest(con: duckdb.DuckDBPyConnection, names_sql: str, given: str) -> str | None:
+    """The name `names_sql` (one column) answers that is closest to a mistyped `given`, when close enough
+    to be a likely typo (at most a third of its letters apart, at least 1): the did-you-mean of an error."""
+    found = run(con, f"SELECT n, levenshtein(n, $g) AS d FROM ({names_sql}) AS names(n) WHERE n IS NOT NULL "
+                     "ORDER BY d, n LIMIT 1", {"g": given})
+    if not found or found[0][1] > max(1, len(given) // 3):
+        return None
+    return str(found[0][0])
+
+
+def nearest_subject(con: duckdb.DuckDBPyConnection, kind: str, name: str) -> str | None:
+    """`kind:NAME` of the existing subject closest to a mistyped one (any kind), or None."""
+    return nearest(con, "SELECT 'unit:' || name FROM unit_history WHERE valid_to IS NULL UNION "
+                        "SELECT 'agent:' || name FROM agent_history WHERE valid_to IS NULL", f"{kind}:{name}")
 
 
 def subject_exists(con: duckdb.DuckDBPyConnection, kind: str, name: str, at: int | None = None) -> bool:

@@ -78,7 +78,9 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
     kind, name = parse_subject(ctx.args.subject)
     if not queries.subject_exists(ctx.read_model(), kind, name, at):
         when = "" if at is None else f" at position {at}"
-        raise UnknownSubject(f"no {kind} '{name}'{when}", subject=ctx.args.subject)
+        near = queries.nearest_subject(ctx.read_model(), kind, name)
+        raise UnknownSubject(f"no {kind} '{name}'{when}" + (f"; did you mean '{near}'?" if near else ""),
+                             subject=ctx.args.subject, **({"did_you_mean": near} if near else {}))
     return kind, name
 
 

@@ -39,3 +39,17 @@ def test_who_can_and_explain_take_an_alias_as_it_was_at_that_position(story: int
                  ("explain", "agent:triage", RETIRED, "--at", str(retired))):
         refused = toolcat(*args)
         assert refused.code == 3 and refused.error["code"] == "retired_alias", args
+
+
+def test_a_mistyped_subject_or_tool_gets_a_did_you_mean(story: int, toolcat: Any) -> None:
+    # when a tool's name is mistyped by a letter, then the error names the tool meant
+    unknown = toolcat("who-can", "memory.serch")
+    assert unknown.code == 3 and unknown.error["details"]["did_you_mean"] == "memory.search"
+    assert "did you mean 'memory.search'?" in unknown.error["message"]
+    # and a subject's
+    subject = toolcat("effective", "agent:triag")
+    assert subject.error["code"] == "unknown_subject" and subject.error["details"]["did_you_mean"] == "agent:triage"
+    explained = toolcat("explain", "agent:triag", "memory.search", "--at", "50")
+    assert explained.error["details"]["did_you_mean"] == "agent:triage"
+    # and nothing is guessed for a name far from every one
+    assert "did_you_mean" not in toolcat("who-can", "zzzzzzzz.qqqq").error["details"]
