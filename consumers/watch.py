@@ -26,24 +26,34 @@ def diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict
 
 def watch(consumer: Consumer, topic: str, subject: str, on_change: Callable[[int, list[dict[str, Any]]], None],
           idle_timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False,
-          from_position: int = 0) -> None:
+          from_position: int = 0, on_caught_up: Callable[[int], None] = lambda position: None) -> None:
     """Follow the compacted topic from its start; report every change of `subject`'s set at a position
-    after `from_position`. Earlier versions still set the baseline the first reported change is a diff
-    from: each message is a whole set, so a restart resumes where it stopped without replaying."""
+    after `from_position`, the first version always (an empty set too: no changes, yet published).
+    Earlier versions still set the baseline the first reported change is a diff from: each message is a
+    whole set, so a restart resumes where it stopped without replaying. `on_caught_up(position)` is told
+    once the topic was read to its end past a caught-up marker (consumers/changelog.py): the set reported so far is complete."""
+    from consumers.changelog import CAUGHT_UP_KEY
+    caught_up, marked = False, None
     consumer.assign(topic, consumer.partitions(topic) or [0], {})
-    current: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] | None = None  # None: no version seen yet
     last_seen = time.monotonic()
     while not should_stop():
         messages = consumer.poll(200)
+        if not messages and not caught_up and marked is not None:  # read to the end, past a marker
+            caught_up = True
+            on_caught_up(max(marked, from_position))
         if messages:
             last_seen = time.monotonic()
         elif idle_timeout is not None and time.monotonic() - last_seen > idle_timeout:
             return
         for message in messages:
-            if message.key is None or message.key.decode() != subject:
+            key = None if message.key is None else message.key.decode()
+            if key == CAUGHT_UP_KEY:
+                marked = json.loads(message.value)["position"]
+            if key != subject:
                 continue
             document = json.loads(message.value)
-            changes = diff(current, document["tools"])
-            if changes and document["position"] > from_position:
+            changes = diff(current or [], document["tools"])
+            if (changes or current is None) and document["position"] > from_position:
                 on_change(document["position"], changes)
             current = document["tools"]

@@ -64,3 +64,12 @@ class Catalog(ToolUseCases, SubjectUseCases, RouteUseCases, ProposalUseCases, Sc
             log.seal(position, head, events, meta)
             batch.add(log)
         return self.execute("audit.seal", {"position": position, "hash": head}, meta, build)
+
+    def accept_altered_history(self, altered: list[dict], seals: list[int], meta: Meta) -> WriteResult:
+        """Record that the history as it now stands is accepted although it disagrees with the hashes the
+        read model recorded (`altered`: position, old_hash, new_hash) and the seals at `seals`."""
+        def build(batch: Batch) -> None:
+            log = self.get_or_none(SEALS_KEY, SealLog) or SealLog.start(meta)
+            log.accept_altered(altered, seals, meta)
+            batch.add(log)
+        return self.execute("audit.accept_altered_history", {"altered": altered, "seals": seals}, meta, build)

@@ -35,6 +35,18 @@ class SealLog(Aggregate):
         def apply(self, log: SealLog) -> None:
             log.seals.append(self.position)
 
+    class AlteredHistoryAccepted(Event):
+        """An operator rebuilt the read model from a history that disagrees with what vouched for it (the
+        hashes the old read model recorded, the seals), and accepted it, with the meta's reason: `altered`
+        names each position with its old and new hash, `seals` the positions of the seals it overrides."""
+
+        TOPIC = "Audit.AlteredHistoryAccepted"
+        altered: list[dict]
+        seals: list[int]
+
+        def apply(self, log: SealLog) -> None:
+            pass
+
     def __init__(self) -> None:
         self.seals: list[int]
 
@@ -44,3 +56,6 @@ class SealLog(Aggregate):
 
     def seal(self, position: int, head: str, events: int, meta: Meta) -> None:
         record(self, self.Sealed, meta, position=position, hash=head, events=events)
+
+    def accept_altered(self, altered: list[dict], seals: list[int], meta: Meta) -> None:
+        record(self, self.AlteredHistoryAccepted, meta, altered=altered, seals=seals)

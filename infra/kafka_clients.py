@@ -3,6 +3,8 @@
 `consumers/kafka_io.py`. Every non-default client setting says why."""
 from __future__ import annotations
 
+import sys
+
 from typing import Any
 
 from consumers.kafka_io import Consumer, Producer
@@ -59,7 +61,77 @@ def consumer(settings: Settings, group_id: str | None) -> Consumer:
 
 
 def ensure_topics(settings: Settings) -> None:
-    """Create the topics toolcat uses when missing (the changelog compacted: one value per subject)."""
+    """Create the topics toolcat uses when missing (the changelog compacted: one value per subject), then
+    check the ones found: a topic created by someone else (a consumer started first, a broker's
+    auto-creation) may have other partitions or lack compaction, and toolcat would use it without a word.
+    A wrong one stops the command (exit 6) with the command that fixes it, unless
+    TOOLCAT_KAFKA_ACCEPT_TOPICS=true, which proceeds with a warning."""
+    _create_missing(settings)
+    problems = topic_problems(settings, describe_topics(settings))
+    if not problems:
+        return
+    if settings.kafka_accept_topics:
+        for problem in problems:
+            print(f"toolcat: warning: {problem} (proceeding: TOOLCAT_KAFKA_ACCEPT_TOPICS=true)", file=sys.stderr)
+        return
+    raise TopicMismatch("; ".join(problems) + ". Or set TOOLCAT_KAFKA_ACCEPT_TOPICS=true to proceed all the same",
+                        problems=problems)
+
+
+class TopicMismatch(Unavailable):
+    """A topic toolcat uses exists with other partitions or configs than it needs (exit 6)."""
+
+    code = "topic_mismatch"
+
+
+def describe_topics(settings: Settings) -> dict[str, tuple[int, dict[str, str] | None]]:
+    """(partitions, configs) of each topic toolcat uses, as the broker reports them; configs None where the
+    broker does not report them."""
+    if settings.kafka_client == "confluent":
+        return _confluent().describe_topics(settings)  # type: ignore[no-any-return]
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+    names = [name for name, _, _ in wanted_topics(settings)]
+    admin = _connect(settings, lambda: KafkaAdminClient(**_common(settings), request_timeout_ms=10_000))
+    try:
+        found = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(names)}
+        described: dict[str, tuple[int, dict[str, str] | None]] = {}
+        for name, partitions in found.items():
+            try:
+                configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)], config_filter="all")
+                values = {k: str(v.get("value")) for k, v in configs.get("topic", {}).get(name, {}).items()}
+            except Exception:  # noqa: BLE001 - a broker that does not report configs: partitions are still checked
+                values = None
+            described[name] = (partitions, values)
+        return described
+    finally:
+        admin.close()
+
+
+def topic_problems(settings: Settings, described: dict[str, tuple[int, dict[str, str] | None]]) -> list[str]:
+    """What is wrong with the topics as described, each with the command that fixes it."""
+    bootstrap = settings.kafka_bootstrap
+    problems = []
+    for name, partitions, configs in wanted_topics(settings):
+        if name not in described:
+            continue
+        found, values = described[name]
+        if found != partitions:
+            problems.append(
+                f"topic {name} has {found} partition(s), toolcat needs {partitions} (the order of its messages "
+                f"depends on it): delete it with 'kafka-topics.sh --bootstrap-server {bootstrap} --delete --topic "
+                f"{name}' and run the command again, which creates it as needed")
+        policy = configs.get("cleanup.policy")
+        reported = values.get("cleanup.policy") if values is not None else None
+        if policy and reported is not None and policy not in reported.split(","):
+            problems.append(
+                f"topic {name} has cleanup.policy={reported}, toolcat needs {policy}: run 'kafka-configs.sh "
+                f"--bootstrap-server {bootstrap} --alter --entity-type topics --entity-name {name} --add-config "
+                f"cleanup.policy={policy}'")
+    return problems
+
+
+def _create_missing(settings: Settings) -> None:
     if settings.kafka_client == "confluent":
         _confluent().ensure_topics(settings)
         return
@@ -90,6 +162,8 @@ def wanted_topics(settings: Settings) -> list[tuple[str, int, dict[str, str]]]:
 def is_broker_error(error: Exception) -> bool:
     """Whether `error` means "the broker did not take it" (worth retrying), from either client library."""
     from kafka.errors import KafkaError
+    if isinstance(error, TopicMismatch):  # a wrong topic stays wrong: retrying would hide it
+        return False
     if isinstance(error, (KafkaError, Unavailable, TimeoutError, ConnectionError)):
         return True
     try:

@@ -63,6 +63,24 @@ def ensure_topics(settings: Settings) -> None:
                 raise Unavailable(f"cannot create topic {name}: {error}") from error
 
 
+def describe_topics(settings: Settings) -> dict[str, tuple[int, dict[str, str] | None]]:
+    """(partitions, configs) of each topic toolcat uses that exists (see kafka_clients.describe_topics)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    admin = _connect(settings, lambda: AdminClient(_common(settings)))
+    topics = admin.list_topics(timeout=10).topics
+    described: dict[str, tuple[int, dict[str, str] | None]] = {}
+    for name, _, _ in wanted_topics(settings):
+        if name not in topics:
+            continue
+        try:
+            [future] = admin.describe_configs([ConfigResource("topic", name)], request_timeout=10).values()
+            values: dict[str, str] | None = {k: str(v.value) for k, v in future.result(timeout=15).items()}
+        except Exception:  # noqa: BLE001 - a broker that does not report configs: partitions are still checked
+            values = None
+        described[name] = (len(topics[name].partitions), values)
+    return described
+
+
 def _common(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {
         "bootstrap.servers": bootstrap_servers(settings),

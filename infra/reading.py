@@ -14,12 +14,15 @@ if TYPE_CHECKING:
 
 
 def current_document(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
-    """`effective SUBJECT --json` for now: the subject, the read model's position and the current set."""
+    """`effective SUBJECT --json` for now: the subject, the position of its set's last change (its ETag),
+    the read model's position and the current set."""
     kind, name = parse_subject(subject)
     found = queries.current_set(con, f"{kind}:{name}", (kind, name))
     if found is None:
-        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
-    return {"subject": subject, "position": found[0], "tools": found[1]}
+        near = queries.nearest_subject(con, kind, name)
+        raise UnknownSubject(f"no {kind} '{name}'" + (f"; did you mean '{near}'?" if near else ""), subject=subject,
+                             **({"did_you_mean": near} if near else {}))
+    return {"subject": subject, "position": found[1], "read_model_position": found[0], "tools": found[2]}
 
 
 def altered(failure: IntegrityFailure) -> dict[str, Any]:

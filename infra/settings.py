@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     kafka_dlq_topic: str = "toolcat.events.dlq"
     # One partition keeps the total order of positions; more spread load but order only per key.
     kafka_partitions: int = 1
+    # Proceed (with a warning) when a topic toolcat uses exists with other partitions or configs than it needs.
+    kafka_accept_topics: bool = False
     kafka_replication_factor: int = 1
     kafka_group_id: str = "toolcat-projector"
     kafka_client_id: str = "toolcat"

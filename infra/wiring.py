@@ -59,6 +59,42 @@ def postgres_env(url: str) -> dict[str, str]:
     return env
 
 
+_SCHEMAS_SEEN: set[tuple[str, ...]] = set()  # (host, port, db, schema) found or created by this process
+
+
+def ensure_schema(env: dict[str, str]) -> None:
+    """The PostgreSQL schema named in TOOLCAT_EVENT_STORE_URL (`?schema=`), created when missing and the role
+    may; otherwise a clear error with the statement an administrator runs. eventsourcing creates its tables
+    but not the schema they live in. A server that cannot be reached is left to the store's own opening
+    (retried, then `unavailable`)."""
+    schema = env.get("POSTGRES_SCHEMA")
+    if not schema:
+        return
+    key = (env["POSTGRES_HOST"], env["POSTGRES_PORT"], env["POSTGRES_DBNAME"], schema)
+    if key in _SCHEMAS_SEEN:
+        return
+    import psycopg
+    from psycopg import sql
+    try:
+        con = psycopg.connect(host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], dbname=env["POSTGRES_DBNAME"],
+                              user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
+                              connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]), autocommit=True)
+    except psycopg.Error:
+        return
+    try:
+        if con.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema]).fetchone() is None:
+            con.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    except psycopg.errors.InsufficientPrivilege:
+        statement = sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(
+            sql.Identifier(schema), sql.Identifier(env["POSTGRES_USER"])).as_string(con)
+        raise Unavailable(f"the PostgreSQL schema '{schema}' named in TOOLCAT_EVENT_STORE_URL does not exist, and "
+                          f"role '{env['POSTGRES_USER']}' may not create it: have an administrator run "
+                          f"{statement};", schema=schema, statement=statement) from None
+    finally:
+        con.close()
+    _SCHEMAS_SEEN.add(key)
+
+
 def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int = 0) -> Catalog:
     """The Catalog application on the configured store. Processes starting at the same moment race to
     create the tables (PostgreSQL reports "tuple concurrently updated", SQLite "database is locked"):
@@ -70,6 +106,7 @@ def open_catalog(settings: Settings, attempts: int = 6, cached_aggregates: int =
     from infra.aggregate_cache import AggregateCache
     from infra.held_transaction import GROUP_COMMIT_PERSISTENCE
     env = store_env(settings)
+    ensure_schema(env)
     reads: Callable[[Application[uuid.UUID]], AggregateReads] = StoreReads
     if cached_aggregates:
         # Commands read the cached aggregates themselves, one command at a time, brought up to the store
@@ -88,6 +125,7 @@ def store_head(settings: Settings, attempts: int = 6) -> int:
     aggregates), as `open_catalog(settings).recorder.max_notification_id()` would."""
     from eventsourcing.persistence import InfrastructureFactory
     env = store_env(settings)
+    ensure_schema(env)
     factory = _opened(settings, lambda: InfrastructureFactory.construct(env), attempts)
     try:
         return _opened(settings, factory.application_recorder, attempts).max_notification_id() or 0

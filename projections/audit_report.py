@@ -115,8 +115,27 @@ def _tombstone(con: duckdb.DuckDBPyConnection, entry: Mapping[str, Any], retired
                                   f"'{entry['canonical_id']}'", retired_at)
 
 
-def rules(con: duckdb.DuckDBPyConnection, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every rule checked for one alias, in the order of its path."""
+def _unused(uses: list[dict[str, Any]]) -> dict[str, Any]:
+    name = "no configuration names it"
+    if not uses:
+        return rule(name, MET, "no allowlist, grant, connector, image, route rule or secret reference names it")
+    named = ", ".join(f"{u['kind']} {u['holder']} (position {u['position']})" for u in uses)
+    return rule(name, NOT_MET, f"still named by {named}", max(u["position"] for u in uses))
+
+
+def _migrated(step: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any]:
+    """Step 2 (stored data migrated) as recorded, unless the catalog's own configuration still names the ID."""
+    if not uses or step["result"] != MET:
+        return step
+    return rule(step["rule"], NOT_MET, f"{len(uses)} configuration entr"
+                                       f"{'y of the catalog still names' if len(uses) == 1 else 'ies of the catalog still name'}"
+                                       f" it; {step['evidence']}", step["position"])
+
+
+def rules(con: duckdb.DuckDBPyConnection, entry: Mapping[str, Any],
+          uses: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every rule checked for one alias, in the order of its path; `uses`: the configuration naming it."""
+    uses = uses or []
     steps = {s["step"]: s for s in entry["steps"]}
     retired = entry["state"] == "retired"
     retired_at = min((s["position"] for n, s in steps.items() if n in PERFORMED_BY_RETIREMENT), default=None)
@@ -125,9 +144,11 @@ def rules(con: duckdb.DuckDBPyConnection, entry: Mapping[str, Any]) -> list[dict
     return [_window_opened(entry),
             *(_milestone(name, entry, retired) for name in MILESTONES),
             _earliest_removal(entry, retired),
-            *(_step(number, steps, retired_at if retired else None) for number in REMOVAL_STEPS),
+            *(_migrated(_step(number, steps, retired_at if retired else None), uses) if number == 2
+              else _step(number, steps, retired_at if retired else None) for number in REMOVAL_STEPS),
             _retirement(entry, steps, retired_at if retired else None),
-            _tombstone(con, entry, retired_at if retired else None)]
+            _tombstone(con, entry, retired_at if retired else None),
+            _unused(uses)]
 
 
 def status(entry: Mapping[str, Any]) -> str:
@@ -152,7 +173,7 @@ def _entry(con: duckdb.DuckDBPyConnection, alias: str, uses: list[dict[str, Any]
     opened_at, retired_at = run(con, "SELECT deprecated_position, retired_position FROM aliases WHERE alias = ?",
                                 [alias])[0]
     entry["window"] |= {"opened_position": opened_at, "retired_position": retired_at}
-    entry["rules"] = rules(con, entry)
+    entry["rules"] = rules(con, entry, uses)
     entry["findings"] = [f"{r['rule']}: {r['evidence']}" for r in entry["rules"] if r["result"] == NOT_MET]
     entry["status"] = status(entry)
     entry["uses"] = uses

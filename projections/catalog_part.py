@@ -72,6 +72,8 @@ class CatalogPart(BufferedPart):
             "IdempotencyKey.Used": ignore,
             "Audit.Started": ignore,
             "Audit.Sealed": self.sealed,
+            # on the chain (the events table) and read from there by the rebuild's and verify's checks
+            "Audit.AlteredHistoryAccepted": ignore,
             "Namespace.Claimed": ignore,
             "Tool.SchemaUpdated": self.schema_updated,
             "Compatibility.Started": self.compatibility_set,

@@ -20,14 +20,23 @@ _TOOL_COLUMNS = """t.tool_key, t.canonical_id, t.family, t.group_name, t.tier, t
     t.backing_server, t.plugin, t.description, t.classes, t.risk, t.schema_valid, t.requires_state"""
 
 
-def lookup(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
+def lookup(con: duckdb.DuckDBPyConnection, tool_id: str, at: int | None = None) -> dict[str, Any]:
     """What an ID names: the canonical tool, or one of its aliases. Rejects malformed (`invalid_id`: a
-    pattern, a space, too long), unknown and retired IDs."""
+    pattern, a space, too long), unknown and retired IDs; with `at` (a past read), an alias retired since
+    is taken as it was at that position, and refused only if it was already retired then."""
     check_id_text(tool_id, non_ascii=True)  # whatever the policy, no ID holds these
     rows = select_rows(con, query("lookup"), {"id": tool_id})
     if not rows:
-        raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
+        near = nearest(con, "SELECT canonical_id FROM tools UNION SELECT alias FROM aliases WHERE lifecycle <> 'retired'",
+                       tool_id)
+        raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog" + (f"; did you mean '{near}'?" if near else ""),
+                          tool_id=tool_id, **({"did_you_mean": near} if near else {}))
     row = rows[0]
+    if row["lifecycle"] == "retired" and at is not None:
+        then = select_rows(con, f"SELECT lifecycle, shim FROM alias_history WHERE alias = $id AND {AS_OF}",
+                           {"id": tool_id, "at": at})
+        if then and then[0]["lifecycle"] != "retired":
+            return {**row, **then[0]}
     if row["lifecycle"] == "retired":
         raise RetiredAlias(f"'{tool_id}' was retired; use '{row['canonical_id']}' instead",
                            tool_id=tool_id, canonical_id=row["canonical_id"])
@@ -128,9 +137,15 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
                         [entry["deprecated_position"]])
     for step in steps:
         step["recorded_at"] = step["recorded_at"].isoformat(timespec="microseconds")
+    deprecated = None  # when and by whom the window opened
+    if entry["deprecated_position"] is not None:
+        found = select_rows(con, "SELECT position, recorded_at, actor FROM events WHERE position = ?",
+                            [entry["deprecated_position"]])
+        if found:
+            deprecated = {**found[0], "recorded_at": found[0]["recorded_at"].isoformat(timespec="microseconds")}
     return {
         "alias": alias, "canonical_id": entry["canonical_id"], "state": entry["lifecycle"],
-        "shim": entry["shim"],
+        "shim": entry["shim"], "deprecated": deprecated,
         "window": {"opened_release": opened,
                    "earliest_removal_release": earliest_removal(
                        {m["name"]: m["release"] for m in milestones},
@@ -164,6 +179,22 @@ def events_of_key(con: duckdb.DuckDBPyConnection, key: str, actor: str) -> list[
                             "ORDER BY position", [key, actor])
 
 
+def nearest(con: duckdb.DuckDBPyConnection, names_sql: str, given: str) -> str | None:
+    """The name `names_sql` (one column) answers that is closest to a mistyped `given`, when close enough
+    to be a likely typo (at most a third of its letters apart, at least 1): the did-you-mean of an error."""
+    found = run(con, f"SELECT n, levenshtein(n, $g) AS d FROM ({names_sql}) AS names(n) WHERE n IS NOT NULL "
+                     "ORDER BY d, n LIMIT 1", {"g": given})
+    if not found or found[0][1] > max(1, len(given) // 3):
+        return None
+    return str(found[0][0])
+
+
+def nearest_subject(con: duckdb.DuckDBPyConnection, kind: str, name: str) -> str | None:
+    """`kind:NAME` of the existing subject closest to a mistyped one (any kind), or None."""
+    return nearest(con, "SELECT 'unit:' || name FROM unit_history WHERE valid_to IS NULL UNION "
+                        "SELECT 'agent:' || name FROM agent_history WHERE valid_to IS NULL", f"{kind}:{name}")
+
+
 def subject_exists(con: duckdb.DuckDBPyConnection, kind: str, name: str, at: int | None = None) -> bool:
     table = "unit_history" if kind == "unit" else "agent_history"
     when_clause = "valid_to IS NULL" if at is None else AS_OF
@@ -183,20 +214,23 @@ def position_at_time(con: duckdb.DuckDBPyConnection, moment: str) -> int:
 def current_effective(con: duckdb.DuckDBPyConnection, subject: str) -> list[dict[str, Any]]:
     """A subject's current set, as materialized (one row per subject, already in answer form); refused
     while the materialized sets trail the tracking row (a catch-up under way, or one that crashed)."""
-    return current_set(con, subject)[1]
+    return current_set(con, subject)[2]
 
 
 def current_set(con: duckdb.DuckDBPyConnection, subject: str, named: tuple[str, str] | None = None
-                ) -> tuple[int, list[dict[str, Any]]] | None:
-    """(the read model's position, the subject's current set) as `current_effective` answers it, read in one
-    statement: each statement costs about a millisecond, most of a read. With `named` (kind, name): None
-    when that subject does not exist now (as `subject_exists` tells)."""
+                ) -> tuple[int, int, list[dict[str, Any]]] | None:
+    """(the read model's position, the position of the subject's last change, the subject's current set) as
+    `current_effective` answers it, read in one statement: each statement costs about a millisecond, most
+    of a read. With `named` (kind, name): None when that subject does not exist now (as `subject_exists`
+    tells). A subject with no recorded change (a read model older than migration 150) answers the read
+    model's position as its own."""
     table = "unit_history" if named and named[0] == "unit" else "agent_history"
     exists = f"(SELECT count(*) FROM {table} WHERE name = $name AND valid_to IS NULL)" if named else "1"
-    reached, valid, present, tools = run(con, f"""
+    reached, valid, present, tools, changed = run(con, f"""
         SELECT (SELECT position FROM tracking WHERE projection = $projection),
                (SELECT max(position) FROM effective_valid), {exists},
-               (SELECT tools FROM effective_documents WHERE subject = $s)""",
+               (SELECT tools FROM effective_documents WHERE subject = $s),
+               (SELECT max(position) FROM subject_changes WHERE subject = $s)""",
         {"projection": PROJECTION, "s": subject} | ({"name": named[1]} if named else {}))[0]
     if not present:
         return None
@@ -206,4 +240,4 @@ def current_set(con: duckdb.DuckDBPyConnection, subject: str, named: tuple[str, 
                           f"{reached}; the catch-up under way refreshes them at its end (after a crash, the next "
                           "catch-up of this home does: any read or project)", valid_through=valid, position=reached)
     # orjson: the same values, in half the time of json's for a 1,000-tool set (≈ 0.5 ms less per read)
-    return reached, orjson.loads(tools) if tools is not None else []
+    return reached, reached if changed is None else changed, orjson.loads(tools) if tools is not None else []

@@ -15,6 +15,7 @@ from projections.fingerprint import fingerprint
 from projections.migrate import migrate
 from projections.projector import Projector
 from projections.tracking import Tracking, read_tracking
+from projections.verify import rebuild_disagreements
 
 
 def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None = None,
@@ -34,9 +35,12 @@ def replay(catalog: Catalog, live: duckdb.DuckDBPyConnection, until: int | None 
             reached = catch_up(catalog, Projector(scratch), page_size=page_size, until=target,
                                progress=progress)
             replayed = fingerprint(scratch, reached.position, deep)
+            # what vouched for the history (the live model's recorded hashes, the seals), as a rebuild checks
+            found = rebuild_disagreements(scratch, live, target)
         finally:
             scratch.close()
     # A store that holds less than the read model has seen can never match it.
     live_print = fingerprint(live, target, deep)
     return {"position": target, "replayed_position": reached.position, "fingerprint": replayed,
-            "live_fingerprint": live_print, "matches": replayed == live_print and reached.position == target}
+            "live_fingerprint": live_print, **found,
+            "matches": replayed == live_print and reached.position == target and not (found["altered"] or found["seals"])}

@@ -8,6 +8,7 @@ hash after it. So the answer says what the chain was compared with, and a chain 
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ from projections.envelope import Envelope, chain_all
 from projections.rows import scalar
 
 PAGE = 5000
+ACCEPTED = "Audit.AlteredHistoryAccepted"
 VERIFIED, UNVERIFIED = "verified", "unverified"
 # The witnesses an answer names as absent when they vouched for nothing.
 WITNESSES = ("read_model", "seals")
@@ -42,12 +44,17 @@ def _vanished(position: int) -> IntegrityFailure:
 def _seals(catalog: Catalog) -> dict[int, list[dict[str, Any]]]:
     """Every seal in the store, by the position it vouches for."""
     seals: dict[int, list[dict[str, Any]]] = {}
+    overridden: set[int] = set()
     after = 0
-    while records := catalog.history(after=after, limit=PAGE, topics=("Audit.Sealed",)):
+    while records := catalog.history(after=after, limit=PAGE, topics=("Audit.Sealed", ACCEPTED)):
         for record in records:
-            seals.setdefault(record.state["position"], []).append({**record.state, "at": record.position})
+            if record.topic == ACCEPTED:  # an operator accepted the history these seals disagree with
+                overridden.update(record.state["seals"])
+            else:
+                seals.setdefault(record.state["position"], []).append({**record.state, "at": record.position})
         after = records[-1].position
-    return seals
+    return {position: kept for position, found in seals.items()
+            if (kept := [seal for seal in found if seal["at"] not in overridden])}
 
 
 def checked_head(value: str) -> str:
@@ -138,3 +145,74 @@ def verify(catalog: Catalog, con: duckdb.DuckDBPyConnection | None, contiguous: 
     verdict = UNVERIFIED if len(absent) == len(WITNESSES) and expect_head is None else VERIFIED
     return {"ok": verdict == VERIFIED, "verdict": verdict, "events": check.count, "head": check.head,
             "position": check.position, "seals": sealed, "compared": compared, "absent": absent}
+
+
+# -- a rebuild's check ---------------------------------------------------------------------------------------
+# The columns of `events` a stored event's hash covers (the envelope's body); two rows that agree on them and
+# on prev_hash have the same hash.
+BODY = ("prev_position, originator_id, originator_version, type, type_version, recorded_at, actor, reason, "
+        "idempotency_key, data")
+CHECK_PAGE = 50_000
+
+
+def _rows(con: duckdb.DuckDBPyConnection, after: int, upto: int) -> dict[int, tuple[str, str, str]]:
+    """(prev_hash, hash, digest of the body) by position, for positions in (after, upto]."""
+    return {p: (prev, h, body) for p, prev, h, body in con.execute(
+        f"SELECT position, prev_hash, hash, md5(concat_ws('|', {BODY})) FROM events "
+        "WHERE position > ? AND position <= ?", [after, upto]).fetchall()}
+
+
+def _accepted_seals(con: duckdb.DuckDBPyConnection) -> set[int]:
+    """The seals (by the position of their own event) an accepted alteration overrides."""
+    return {int(p) for (data,) in con.execute("SELECT data FROM events WHERE type = ?", [ACCEPTED]).fetchall()
+            for p in json.loads(data)["seals"]}
+
+
+def rebuild_disagreements(fresh: duckdb.DuckDBPyConnection, old: duckdb.DuckDBPyConnection | None,
+                          upto: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Where a rebuilt read model `fresh` disagrees with what vouched for the history: the hashes the old
+    read model `old` recorded (None: there was none) and the seals either of them holds. `altered` names
+    each position whose event changed or vanished (old and new hash; new None when vanished); `seals` each
+    seal that no longer matches, unless an accepted alteration already overrode it. Both empty: agreed.
+    `upto`: compare only positions up to it (a replay that stopped there)."""
+    altered: list[dict[str, Any]] = []
+    if old is not None:
+        last = scalar(old, "SELECT max(position) FROM events") or 0
+        last = last if upto is None else min(last, upto)
+        for after in range(0, last, CHECK_PAGE):
+            page_end = min(after + CHECK_PAGE, last)
+            before, now = _rows(old, after, page_end), _rows(fresh, after, page_end)
+            for position in sorted(before):
+                was, new = before[position], now.get(position)
+                # a changed body is an altered event; a changed hash on an unchanged link too (the hash itself)
+                if new is None or new[2] != was[2] or (new[0] == was[0] and new[1] != was[1]):
+                    altered.append({"position": position, "old_hash": was[1],
+                                    "new_hash": None if new is None else new[1]})
+    seals: dict[int, dict[str, Any]] = {}
+    overridden = _accepted_seals(fresh) | (_accepted_seals(old) if old is not None else set())
+    for con in (fresh, old):
+        if con is None:
+            continue
+        for at, sealed, head, count in con.execute(
+                "SELECT position, sealed_position, hash, events FROM seals ORDER BY position").fetchall():
+            if at in overridden or at in seals or (upto is not None and at > upto):
+                continue
+            found = fresh.execute("SELECT hash, (SELECT count(*) FROM events WHERE position <= $p) FROM events "
+                                  "WHERE position = $p", {"p": sealed}).fetchone()
+            if found is None or found[0] != head or found[1] != count:
+                seals[at] = {"seal_position": at, "position": sealed, "sealed_hash": head,
+                             "hash": None if found is None else found[0]}
+    return {"altered": altered, "seals": [seals[at] for at in sorted(seals)]}
+
+
+def disagreement_message(found: dict[str, list[dict[str, Any]]], doing: str) -> str:
+    """One sentence naming every position where the history disagrees with what vouched for it."""
+    parts = []
+    if found["altered"]:
+        parts.append("the event(s) at position(s) " + ", ".join(str(a["position"]) for a in found["altered"])
+                     + " no longer match the hashes the read model recorded")
+    if found["seals"]:
+        parts.append("the seal(s) recorded at position(s) " + ", ".join(str(s["seal_position"]) for s in found["seals"])
+                     + " no longer match the history (vouching for position(s) "
+                     + ", ".join(str(s["position"]) for s in found["seals"]) + ")")
+    return f"{doing}: " + "; and ".join(parts)

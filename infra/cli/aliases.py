@@ -61,5 +61,27 @@ def cmd_alias_step(ctx: Context) -> Reply:
 
 
 def cmd_alias_retire(ctx: Context) -> Reply:
+    """A refusal says what to run next: the milestone or step to record, or the release to retire in."""
     from domain.commands import aliases
-    return write(ctx, aliases.AliasRetire)
+    from domain.errors import StepsIncomplete, WindowOpen
+    from infra.hints import command
+    from infra.writing import home_given
+    alias, home = ctx.args.alias, home_given(ctx)
+    try:
+        return write(ctx, aliases.AliasRetire)
+    except WindowOpen as error:
+        if error.details.get("missing"):
+            nexts = [command("alias", "milestone", alias, name, "--release", "VERSION", home=home)
+                     for name in error.details["missing"]]
+        else:
+            earliest = error.details.get("earliest_removal") or error.details.get("earliest") or "VERSION"
+            nexts = [command("alias", "retire", alias, "--release", str(earliest), home=home)]
+        error.message += "; run " + " and ".join(f"'{n}'" for n in nexts)
+        error.details["next"] = nexts
+        raise
+    except StepsIncomplete as error:
+        nexts = [command("alias", "step", alias, str(step), "--evidence", "TEXT", home=home)
+                 for step in error.details.get("missing", [])]
+        error.message += "; run " + " and ".join(f"'{n}'" for n in nexts) + ", then retire again"
+        error.details["next"] = nexts
+        raise

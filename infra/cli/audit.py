@@ -45,7 +45,8 @@ def register(commands: Commands) -> None:
                      "alias with its evidence, configuration still naming old IDs, and the integrity of the "
                      "history", "read")
     p.add_argument("--alias", metavar="ALIAS", help="report on this alias only")
-    p.add_argument("--format", choices=("json", "html"), default="html", help="html (default) or json")
+    p.add_argument("--format", choices=("json", "html"),
+                   help="html or json (default: json for an -o FILE ending in .json, else html)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it; '-' for stdout")
     p.set_defaults(runs_here=True)  # even while a server runs: the file is written here
 
@@ -96,7 +97,8 @@ def cmd_audit_alias(ctx: Context) -> Reply:
         f"{plain(window['earliest_removal_release'] or '-')}, {'closed' if window['closed'] else 'open'}",
         Table("milestones", ["name", "release", "position", "evidence"],
               [[m["name"], m["release"], m["position"], m["evidence"]] for m in report["milestones"]]),
-        Table("removal steps (no position: not recorded yet)",
+        Table("removal steps" if len(recorded) == len(REMOVAL_STEPS) else
+              "removal steps (no position: not recorded yet)",
               ["step", "name", "position", "recorded_at", "actor", "evidence"], steps),
     ])
 
@@ -117,10 +119,13 @@ def cmd_audit_replay(ctx: Context) -> Reply:
     with reporting("audit replay", ctx.as_json, lambda: head) as progress:
         result = replay(ctx.catalog, con, ctx.args.until, progress=progress,
                         memory_limit=ctx.settings.duckdb_memory_limit, deep=ctx.args.deep)
+    from projections.verify import disagreement_message
     verdict = "matches" if result["matches"] else "DOES NOT MATCH"
-    return Reply(result, [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
-                          f"{verdict} the live read model ({result['live_fingerprint']})"],
-                 exit_code=0 if result["matches"] else 5)
+    lines = [f"replayed to position {result['position']}: fingerprint {result['fingerprint']} "
+             f"{verdict} the live read model ({result['live_fingerprint']})"]
+    if result["altered"] or result["seals"]:
+        lines.append(disagreement_message(result, "the replayed history disagrees with what vouched for it"))
+    return Reply(result, lines, exit_code=0 if result["matches"] else 5)
 
 
 def cmd_audit_fingerprint(ctx: Context) -> Reply:
@@ -170,8 +175,10 @@ def cmd_audit_report(ctx: Context) -> Reply:
     """Written here, where the command runs; computed by the server that owns the read model, when one runs."""
     from infra.reading import report_document
     a = ctx.args
+    # `-o report.json` means JSON: the file's name says what it holds
+    form = a.format or ("json" if a.output.lower().endswith(".json") else "html")
     if ctx.server is not None:
-        return report_reply(ctx.server.document("audit report", {"alias": a.alias, "format": "json"}), a.format,
+        return report_reply(ctx.server.document("audit report", {"alias": a.alias, "format": "json"}), form,
                             a.output)
     checked = integrity(ctx)
-    return report_reply(report_document(ctx.read_model(), a.alias, checked), a.format, a.output)
+    return report_reply(report_document(ctx.read_model(), a.alias, checked), form, a.output)

@@ -78,7 +78,9 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
     kind, name = parse_subject(ctx.args.subject)
     if not queries.subject_exists(ctx.read_model(), kind, name, at):
         when = "" if at is None else f" at position {at}"
-        raise UnknownSubject(f"no {kind} '{name}'{when}", subject=ctx.args.subject)
+        near = queries.nearest_subject(ctx.read_model(), kind, name)
+        raise UnknownSubject(f"no {kind} '{name}'{when}" + (f"; did you mean '{near}'?" if near else ""),
+                             subject=ctx.args.subject, **({"did_you_mean": near} if near else {}))
     return kind, name
 
 
@@ -91,16 +93,18 @@ def cmd_effective(ctx: Context) -> Reply:
     effective_at = parse_effective_at(ctx.args.effective_at)
     if at is None and effective_at is None:
         document = current_document(ctx.read_model(), ctx.args.subject)
-        tools, position = document["tools"], document["position"]
+        tools, position, head = document["tools"], document["position"], document["read_model_position"]
     else:
         kind, name = _subject(ctx, at)
         rows = effective_rows(ctx.read_model(), [(kind, name)], at if at is not None else INFINITY, effective_at)
         tools = [{k: r[k] for k in EFFECTIVE_FIELDS} for r in rows]
-        position = read_tracking(ctx.read_model()).position if at is None else at
+        # a past read answers as of `at`: nothing after it was consulted
+        head = read_tracking(ctx.read_model()).position if at is None else at
+        position = head
     con = ctx.read_model()
     if ctx.args.with_classes:
-        tools = with_classes(con, tools, position)
-    document = {"subject": ctx.args.subject, "position": position, "tools": tools}
+        tools = with_classes(con, tools, head)
+    document = {"subject": ctx.args.subject, "position": position, "read_model_position": head, "tools": tools}
     if effective_at is not None:
         document["effective_at"] = effective_at
     stamped(ctx, document)
@@ -117,7 +121,7 @@ def cmd_explain(ctx: Context) -> Reply:
     at = moment(ctx)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()
-    document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool),
+    document = explanation(con, (kind, name), queries.lookup(con, ctx.args.tool, at),
                            at if at is not None else INFINITY, parse_effective_at(ctx.args.effective_at))
     grants = [document["winner"], *document["shadowed"]] if document["winner"] else []
     lines = _explanation(document["subject"], document["tool_id"], grants)

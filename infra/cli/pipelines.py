@@ -29,13 +29,21 @@ def register(commands: Commands) -> None:
     p.add_argument("--follow", action="store_true", help="keep relaying new events until stopped")
     p.add_argument("--from-position", type=int, metavar="N", help="relay again from position N")
     p = commands.add("watch", cmd_watch, "print a subject's effective-set changes from Kafka, as they happen",
-                     "pipeline")
+                     "pipeline", json_help="print one JSON line per change as it happens ({subject, position, "
+                                           "changes}), and one {subject, position, caught_up: true} line")
     p.add_argument("subject", metavar="SUBJECT", help="unit:NAME or agent:NAME")
     p.add_argument("--timeout", type=float, help="stop after this many seconds without messages")
     p.add_argument("--from-position", type=int, default=0, metavar="N",
                    help="report only changes after position N (the last position a previous run printed): "
                         "a restart resumes instead of replaying from the start")
-    commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in", "pipeline")
+    p = commands.add("rebuild", cmd_rebuild, "rebuild the read model from the store and swap it in, once it "
+                     "agrees with the hashes the old read model recorded and the seals (exit 5 otherwise)",
+                     "pipeline")
+    p.add_argument("--accept-altered-history", action="store_true",
+                   help="swap in a rebuild that disagrees with the recorded hashes or the seals, recording an "
+                        "audit event that names the positions and their old and new hashes (needs --reason)")
+    p.add_argument("--reason", help="why altered history is accepted; stored with the audit event")
+    p.add_argument("--actor", help="who accepts it (default TOOLCAT_ACTOR, else the OS user)")
 
 
 def store_head(ctx: Context) -> Callable[[], int | None]:
@@ -75,27 +83,61 @@ def cmd_project(ctx: Context) -> Reply:
 
 
 def cmd_rebuild(ctx: Context) -> Reply:
-    """Build a fresh read model beside the live one, then swap it in with one atomic rename."""
+    """Build a fresh read model beside the live one, check it against everything that vouched for the
+    history (the hashes the live one recorded, the seals), then swap it in with one atomic rename. A
+    rebuild must not launder an alteration that `audit verify` would convict."""
+    from domain.errors import IntegrityFailure, UsageError
     from infra.wiring import open_read_model
     from projections.catchup import catch_up
+    from projections.connection import connect
     from projections.projector import Projector
+    from projections.verify import disagreement_message, rebuild_disagreements
     ctx.refuse_if_served("rebuild it")
+    accept = ctx.args.accept_altered_history
+    if accept and not (ctx.args.reason or "").strip():
+        raise UsageError("--accept-altered-history needs --reason TEXT: the acceptance is recorded on the chain "
+                         "with why it was made")
     live = ctx.settings.read_model_path
     fresh = live.with_name(live.name + ".rebuild")
     fresh.unlink(missing_ok=True)
     con = open_read_model(ctx.settings, fresh)
+    accepted = None
     try:
         head = ctx.catalog.recorder.max_notification_id() or 0
         with reporting("rebuild", ctx.as_json, lambda: head) as progress:
             tracking = catch_up(ctx.catalog, Projector(con), progress=progress)
-    finally:
+        old = connect(str(live), read_only=True) if live.exists() else None
+        try:
+            found = rebuild_disagreements(con, old)
+        finally:
+            if old is not None:
+                old.close()
+        if found["altered"] or found["seals"]:
+            if not accept:
+                raise IntegrityFailure(
+                    disagreement_message(found, "rebuild refused, the live read model is kept")
+                    + ". Inspect with 'toolcat audit verify'; to swap it in all the same, run 'toolcat rebuild "
+                    "--accept-altered-history --reason TEXT'", **found)
+            result = ctx.catalog.accept_altered_history(found["altered"],
+                                                        [s["seal_position"] for s in found["seals"]], ctx.meta())
+            tracking = catch_up(ctx.catalog, Projector(con))  # the acceptance, on the chain and in the model
+            accepted = {**found, "position": result.position, "reason": ctx.args.reason}
+    except BaseException:
         con.close()
+        fresh.unlink(missing_ok=True)
+        fresh.with_name(fresh.name + ".wal").unlink(missing_ok=True)
+        raise
+    con.close()
     _keep_decisions(live, fresh)
     # A stale write-ahead log of the old file must not be replayed onto the new one.
     live.with_name(live.name + ".wal").unlink(missing_ok=True)
     os.replace(fresh, live)
-    document = {"position": tracking.position, "events": tracking.events}
-    return Reply(document, [f"rebuilt the read model: {tracking.events} events, position {tracking.position}"])
+    document = {"position": tracking.position, "events": tracking.events, "accepted": accepted}
+    lines = [f"rebuilt the read model: {tracking.events} events, position {tracking.position}"]
+    if accepted:
+        lines.append(disagreement_message(found, f"accepted altered history (recorded at position "
+                                                 f"{accepted['position']})"))
+    return Reply(document, lines)
 
 
 def _keep_decisions(live: Path, fresh: Path) -> None:
@@ -159,7 +201,9 @@ def watched_subject(ctx: Context) -> str:
 
 def cmd_watch(ctx: Context) -> Reply:
     """Prints each change as it comes: a line per changed tool for people; with --json one JSON line per
-    change of the set ({"subject", "position", "changes"}), flushed at once, and nothing at the end."""
+    change of the set ({"subject", "position", "changes"}; the first version always, an empty set with
+    no changes), one {"subject", "position", "caught_up": true} line once the changelog was read up to
+    its caught-up marker, flushed at once, and nothing at the end."""
     from infra import kafka_clients
     from consumers.watch import watch
     settings, stop, subject = ctx.settings, StopFlag(), watched_subject(ctx)
@@ -175,6 +219,8 @@ def cmd_watch(ctx: Context) -> Reply:
             sys.stdout.write(json.dumps({"subject": subject, "position": position, "changes": changes}) + "\n")
             sys.stdout.flush()
             return
+        if not changes:  # a first version with no tools: published all the same
+            print_text(f"@{position} {plain(subject)} has no tools")
         for change in changes:
             mark = {"added": "+", "removed": "-", "changed": "~"}[change["change"]]
             detail = (f"({plain(change['row']['provenance'])}, {change['row']['exposure']})" if "row" in change
@@ -182,9 +228,16 @@ def cmd_watch(ctx: Context) -> Reply:
             print_text(f"@{position} {mark} {plain(change['tool_id'])} {detail}")
         sys.stdout.flush()
 
+    def caught_up(position: int) -> None:
+        if ctx.as_json:
+            sys.stdout.write(json.dumps({"subject": subject, "position": position, "caught_up": True}) + "\n")
+        else:
+            print_text(f"@{position} caught up: the changelog holds every set as of position {position}")
+        sys.stdout.flush()
+
     try:
         watch(consumer, settings.kafka_effective_topic, subject, show, ctx.args.timeout, stop,
-              ctx.args.from_position)
+              ctx.args.from_position, caught_up)
     except KeyboardInterrupt:
         pass
     finally:

@@ -84,10 +84,9 @@ def _with_nearest_choice(message: str) -> str:
             f"(choose from {', '.join(names)})")
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(json_help: str = "answer with exactly one JSON document on stdout") -> Parser:
     common = Parser(add_help=False)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="answer with exactly one JSON document on stdout")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
     common.add_argument("--home", default=argparse.SUPPRESS, help="catalog home (default ./.toolcat)")
     return common
 
@@ -134,9 +133,11 @@ class Commands:
                                                   parser_class=Parser)
         return parser
 
-    def add(self, path: str, handler: Handler, help_text: str, kind: str) -> Parser:
+    def add(self, path: str, handler: Handler, help_text: str, kind: str, json_help: str | None = None) -> Parser:
+        """`json_help`: what --json prints, for a command whose answer is not one document (a stream)."""
         group, _, name = path.rpartition(" ")
-        parents = [self.common] + ([self.writes] if kind == "write" else [self.reads] if kind == "read" else [])
+        common = self.common if json_help is None else _common(json_help)
+        parents = [common] + ([self.writes] if kind == "write" else [self.reads] if kind == "read" else [])
         parser = self.groups[group].add_parser(name, help=help_text, parents=parents,
                                                description=help_text)
         parser.set_defaults(handler=handler, kind=kind)

@@ -25,7 +25,7 @@ def cmd_who_can(ctx: Context) -> Reply:
     from projections.who_can import who_can
     at = moment(ctx)
     con = ctx.read_model()
-    tool = queries.lookup(con, ctx.args.tool)
+    tool = queries.lookup(con, ctx.args.tool, at)  # an alias as it was then
     subjects = who_can(con, tool["tool_key"], at)
     position = read_tracking(con).position if at is None else at
     document = stamped(ctx, {"tool_id": tool["canonical_id"], "position": position, "subjects": subjects})

@@ -217,7 +217,7 @@ class ServeFigures:
                 for line in stream.iter_lines():
                     if line.startswith("data:"):
                         arrived = time.perf_counter()
-                        for change in json.loads(line[5:])["changes"]:
+                        for change in json.loads(line[5:]).get("changes", []):  # caught-up: none
                             if change["tool_id"] in sent:
                                 latencies.append((arrived - sent[change["tool_id"]]) * 1000)
                     if done.is_set() and len(latencies) >= len(sent):

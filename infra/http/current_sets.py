@@ -2,10 +2,10 @@
 no moment and no class labels), answered from the encoded bytes of an earlier answer while the subject's set
 has not changed since, else read with one statement, encoded once and kept.
 
-An answer holds the read model's position (and its ETag is that position). A kept answer is the document's
-bytes around its position: read at P1 and still unchanged at P2 (no batch in between changed the subject's
-set, as the follower tells `changed`), the answer at P2 is those bytes with P2 in between — exactly what
-reading at P2 gives. A batch thus invalidates only the subjects whose set it changed. Answers are bytes equal
+An answer holds the position of the subject's last change (its ETag) and the read model's position. A kept
+answer is the document's bytes around the read model's position: read at P1 and still unchanged at P2 (no
+batch in between changed the subject's set, as the follower tells `changed`), the answer at P2 is those
+bytes with P2 in between — exactly what reading at P2 gives; its ETag has not changed. A batch thus invalidates only the subjects whose set it changed. Answers are bytes equal
 to what the command line's `effective SUBJECT --json` document encodes to, through the same `encode`."""
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ KEPT = 2048
 
 class Kept(NamedTuple):
     position: int  # the read model's position the answer was read at
-    head: bytes  # the document's bytes before its position
+    changed: int  # the position of the subject's last change: the answer's `position` and ETag
+    head: bytes  # the document's bytes before the read model's position
     tail: bytes  # and after it
 
     def at(self, position: int) -> bytes:
@@ -36,9 +37,12 @@ class Kept(NamedTuple):
 
 
 def kept_answer(document: dict) -> Kept:
-    """The encoded document (`subject`, `position`, `tools`, in that order) cut around its position."""
-    head = encode({"subject": document["subject"]})[:-1] + b', "position": '
-    return Kept(document["position"], head, b', "tools": ' + encode(document["tools"]) + b"}")
+    """The encoded document (`subject`, `position`, `read_model_position`, `tools`, in that order) cut
+    around the read model's position."""
+    head = encode({"subject": document["subject"], "position": document["position"]})[:-1] + \
+        b', "read_model_position": '
+    return Kept(document["read_model_position"], document["position"], head,
+                b', "tools": ' + encode(document["tools"]) + b"}")
 
 
 class CurrentSets:
@@ -79,7 +83,7 @@ class CurrentSets:
         return len(self._answers)
 
     def answer(self, subject: str, freshness: Freshness) -> tuple[int, bytes]:
-        """(position, JSON body) of the subject's current set, as fresh as `freshness` asks."""
+        """(ETag position, JSON body) of the subject's current set, as fresh as `freshness` asks."""
         self.state.wait_until_fresh(freshness)
         return self.kept(subject) or self._read(subject)
 
@@ -91,7 +95,7 @@ class CurrentSets:
         kept = self._answers.get(subject)
         if kept is None or kept.position > position or not self.unchanged_since(subject, kept.position):
             return None
-        return position, kept.at(position)
+        return kept.changed, kept.at(position)
 
     def unchanged_since(self, subject: str, position: int) -> bool:
         """Whether no batch changed the subject's set after `position` (through the announced position taken
@@ -107,4 +111,4 @@ class CurrentSets:
                 if len(self._answers) >= KEPT:
                     self._answers = {}
                 self._answers[subject] = kept
-        return kept.position, kept.at(kept.position)
+        return kept.changed, kept.at(kept.position)

@@ -60,7 +60,8 @@ class EffectiveTool(Document):
 
 class EffectiveSet(Document):
     subject: str
-    position: int
+    position: int  # now: the position of the subject's last change (the ETag); --at: that position
+    read_model_position: int
     tools: list[EffectiveTool]
 
 

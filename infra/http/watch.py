@@ -1,9 +1,12 @@
 """`GET /v1/subjects/{subject}/watch`: a subject's effective-set changes as Server-Sent Events, `id` = the
 position each change is as of.
 
-A new stream starts with the whole set (every tool "added"). A client reconnecting with `Last-Event-ID: P`
-gets the difference between the set as of P and the current one as one event, then the changes as
-batches apply: nothing missed, nothing twice.
+A new stream starts with the whole set (every tool "added"; an empty set is one event with no changes),
+then a `caught-up` event ({subject, position}): the client's copy is complete as of that position. A client
+reconnecting with `Last-Event-ID: P` gets the difference between the set as of P and the current one as
+one event (none when nothing changed), the `caught-up` event, then the changes as batches apply: nothing
+missed, nothing twice. A `Last-Event-ID` beyond the read model's head was never sent by this server: 409,
+with the head. The first event goes at once, so the response's headers do too (not with a first ping).
 
 A stream ends within a second once its token is revoked, replaced or expired (infra/http/auth.py).
 """
@@ -20,7 +23,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from consumers.watch import diff
-from domain.errors import UnknownSubject, UsageError
+from domain.errors import Conflict, UnknownSubject, UsageError
 from infra.reading import current_document
 from infra.freshness import Freshness
 from infra.http.answers import run_command, server_of
@@ -33,8 +36,9 @@ _RECHECK_SECONDS = 1.0
 
 
 def _set_at(request: Request, subject: str, position: int | None, caught_up: bool = False
-            ) -> tuple[int, list[dict[str, Any]]]:
-    """The subject's set now (None) or as of `position`; empty where the subject did not exist yet.
+            ) -> tuple[int, int, list[dict[str, Any]]]:
+    """(the read model's position, the position of the subject's last change, the subject's set) now
+    (None), or (`position`, `position`, its set as of it); empty where the subject did not exist yet.
     `caught_up`: first wait until the read model holds every write the store holds (a stream opened
     right after the write creating its subject must find it); later looks take what is applied."""
     freshness = Freshness() if caught_up else Freshness(min_position=0)
@@ -48,8 +52,10 @@ def _set_at(request: Request, subject: str, position: int | None, caught_up: boo
     except UnknownSubject:
         if position is None:
             raise
-        return position, []
-    return document["position"], document["tools"]
+        return position, position, []
+    if position is None:
+        return document["read_model_position"], document["position"], document["tools"]
+    return position, position, document["tools"]
 
 
 def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> ServerSentEvent:
@@ -60,7 +66,9 @@ def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> Server
 @router.get("/v1/subjects/{subject}/watch", response_class=EventSourceResponse,
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "events `changes`: {subject, position, changes: [{change, tool_id, "
-                                            "row | fields}]}; id = position"}})
+                                            "row | fields}]}, then once `caught-up`: {subject, position}; "
+                                            "id = position"},
+                       409: {"description": "Last-Event-ID beyond the head"}})
 async def watch(request: Request, subject: str, last_event_id: str | None = Header(None),
                 principal: Principal = Depends(require("read"))) -> EventSourceResponse:
     state, sets = server_of(request), request.app.state.current_sets
@@ -69,16 +77,27 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
         raise UsageError("Last-Event-ID must be a position this stream sent", last_event_id=last_event_id)
     resumed = int(last_event_id) if last_event_id is not None else None
     # Unknown subjects are refused before the stream starts.
-    position, current = await run_in_threadpool(_set_at, request, subject, None, True)
+    position, changed_at, current = await run_in_threadpool(_set_at, request, subject, None, True)
+    if resumed is not None and resumed > max(position, state.position):
+        raise Conflict(f"Last-Event-ID {resumed} is beyond the head of this server's history (position "
+                       f"{max(position, state.position)}): it was not sent by this server; resume from the "
+                       "head or start afresh", last_event_id=resumed, head=max(position, state.position))
     before: list[dict[str, Any]] = [] if resumed is None else (
-        await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[1]
+        await run_in_threadpool(_set_at, request, subject, min(resumed, position)))[2]
 
     async def changes() -> AsyncIterator[ServerSentEvent]:
-        sent, tools, at = before, current, position
+        # `at`: the read model's position the set was read at; `last`: the subject's last change then (the
+        # events' position and id, as its ETag: CONTRACT v1.2)
+        sent, tools, at, last = before, current, position, changed_at
+        first = True
         while not state.stopping.is_set() and book.still_valid(principal):
-            if changed := diff(sent, tools):
-                yield _event(subject, at, changed)
+            if (changed := diff(sent, tools)) or (first and resumed is None):  # a new stream: the set, even empty
+                yield _event(subject, last, changed)
                 sent = tools
+            if first:
+                first = False
+                yield ServerSentEvent(data=json.dumps({"subject": subject, "position": at}), id=str(at),
+                                      event="caught-up")
             waiter = state.batch_waiter()
             if state.position == at:
                 await _wait(waiter)
@@ -88,7 +107,7 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
             if applied != at and sets.unchanged_since(subject, at):
                 at = applied  # the batches since changed other subjects: no read, no thread (the fan-out)
             elif applied != at:
-                at, tools = await run_in_threadpool(_set_at, request, subject, None)
+                at, last, tools = await run_in_threadpool(_set_at, request, subject, None)
 
     return EventSourceResponse(changes(), ping=15)
 

@@ -142,8 +142,10 @@ def is_settled(con: duckdb.DuckDBPyConnection, position: int) -> bool:
 
 
 def _queue(con: duckdb.DuckDBPyConnection, changed: dict[str, int]) -> None:
-    """The outbox holds one row per subject: its final set is published once, whatever it went through."""
+    """The outbox holds one row per subject: its final set is published once, whatever it went through.
+    subject_changes keeps the same position for reads (a subject's position and ETag)."""
     if changed:
-        run(con, f"DELETE FROM changelog_outbox WHERE {among('subject', 's', list(changed))}", {"s": sorted(changed)})
         columns = {"subject": list(changed), "position": list(changed.values())}
-        insert_columns(con, "changelog_outbox", columns, {"subject": "VARCHAR", "position": "BIGINT"})
+        for table in ("changelog_outbox", "subject_changes"):
+            run(con, f"DELETE FROM {table} WHERE {among('subject', 's', list(changed))}", {"s": sorted(changed)})
+            insert_columns(con, table, columns, {"subject": "VARCHAR", "position": "BIGINT"})

@@ -22,13 +22,17 @@ def recompute(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -
         return []
     with subjects_registered(con, subjects):
         before = dict(run(con, query("set_digests")))
+        # A subject without a document yet is new: published even when its set is empty ("tools": [])
+        documented = {s for (s,) in run(con, "SELECT subject FROM effective_documents "
+                                             "WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")}
         run(con, "DELETE FROM effective_tools e USING _subjects s "
                  "WHERE e.subject_kind = s.kind AND e.subject = s.name")
         run(con, "INSERT INTO effective_tools BY NAME " + query("effective_rows"), NOW)
         after = dict(run(con, query("set_digests")))
         run(con, "DELETE FROM effective_documents WHERE subject IN (SELECT kind || ':' || name FROM _subjects)")
         run(con, "INSERT INTO effective_documents BY NAME " + query("effective_documents", rows="effective_tools"))
-    return sorted(s for s in before.keys() | after.keys() if before.get(s) != after.get(s))
+    new = {f"{kind}:{name}" for kind, name in subjects} - documented
+    return sorted(s for s in before.keys() | after.keys() | new if before.get(s) != after.get(s) or s in new)
 
 
 def materialized_differences(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]],

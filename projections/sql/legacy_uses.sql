@@ -1,5 +1,6 @@
 -- Configuration that still names a deprecated or retired ID, as it stands now: allowlist entries,
--- explicit grants, connector tool lists and image declarations (each as the operator wrote it).
+-- explicit grants, connector tool lists, image declarations, route rules (the tool they deny or follow)
+-- and secret references (the tools they allow), each as the operator wrote it.
 -- $alias: one alias, or NULL for every one. `position` is the event that set the entry.
 WITH legacy AS (
     SELECT alias, lifecycle FROM aliases
@@ -13,6 +14,15 @@ WITH legacy AS (
     SELECT 'connector', 'connector:' || slug, unnest(tools), since FROM connectors
     UNION ALL
     SELECT 'image', 'agent:' || agent, tool_id, since FROM image_tools
+    UNION ALL
+    SELECT 'route rule', 'rule:' || rule_id, deny_tool, valid_from FROM route_rule_history
+    WHERE valid_to IS NULL AND deny_tool IS NOT NULL
+    UNION ALL
+    SELECT 'route rule', 'rule:' || rule_id, after_tool, valid_from FROM route_rule_history
+    WHERE valid_to IS NULL AND after_tool IS NOT NULL
+    UNION ALL
+    SELECT 'secret reference', 'secret:' || ref, unnest(allowed_tool_ids), valid_from FROM secret_ref_history
+    WHERE valid_to IS NULL
 )
 SELECT n.kind, n.holder, n.id, l.lifecycle, n.position
 FROM named n JOIN legacy l ON l.alias = n.id

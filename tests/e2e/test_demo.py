@@ -88,9 +88,11 @@ def check_catalogs(document: dict[str, Any]) -> None:
 
 
 def check_effective_document(document: dict[str, Any], subject: str, position: int) -> None:
-    assert set(document) == {"subject", "position", "tools"}, document.keys()
+    """`position`: the read model's (the head): the subject's own last change is at or before it."""
+    assert set(document) == {"subject", "position", "read_model_position", "tools"}, document.keys()
     assert document["subject"] == subject
-    assert document["position"] == position
+    assert document["read_model_position"] == position
+    assert 0 < document["position"] <= position
     ids = [r["tool_id"] for r in document["tools"]]
     assert ids == sorted(ids), f"rows must be sorted by tool_id: {ids}"
     assert len(ids) == len(set(ids)), f"one row per tool: {ids}"

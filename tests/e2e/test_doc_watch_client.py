@@ -1,6 +1,7 @@
-"""End to end: the Python watch client docs/services.md prints ("a client in 15 lines"), run as printed
+"""End to end: the Python watch client docs/services.md prints ("a client in 25 lines"), run as printed
 against a real `toolcat serve`, keeps an agent's tool set equal to what the server answers for it while
-tools are granted, disabled by an allowlist and revoked: every kind of change the stream sends."""
+tools are granted, disabled by an allowlist and revoked: every kind of change the stream sends; and
+through a restart of the server, and of the client itself, which resumes from the position it saved."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ import httpx
 import pytest
 
 from tests.doc_text import code_blocks, section
-from tests.serving import Served, serving, tokens
+from tests.serving import Served, serving, start_server, tokens
 from tests.support import clean_environ, run_in_process
 
 PLACEHOLDERS = ('"http://127.0.0.1:8750"', '"tc_…"')
@@ -62,9 +63,9 @@ def served(catalog: Path) -> Iterator[tuple[Served, dict[str, str]]]:
 class Client:
     """The documented client, running; `holds(expected)` answers the set it holds once it matches."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, workdir: Path) -> None:
         self.process = subprocess.Popen([sys.executable, "-c", HOST, code], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, env=clean_environ())
+                                        stdout=subprocess.PIPE, text=True, env=clean_environ(), cwd=workdir)
 
     def holds(self, expected: dict[str, Any]) -> Any:
         assert self.process.stdin and self.process.stdout
@@ -83,15 +84,16 @@ def effective(admin: httpx.Client) -> dict[str, Any]:
     return {row["tool_id"]: row for row in answer.json()["tools"]}
 
 
-def write(admin: httpx.Client, path: str, body: dict[str, Any]) -> None:
+def write(admin: httpx.Client, path: str, body: dict[str, Any]) -> int:
     answer = admin.post(path, json=body)
     assert answer.status_code == 200, answer.text
+    return int(answer.json()["position"])
 
 
 def test_the_documented_watch_client_keeps_the_agents_set_as_the_server_answers_it(
         served: tuple[Served, dict[str, str]]) -> None:
     server, keys = served
-    client = Client(documented_client(server.url, keys["reader"]))
+    client = Client(documented_client(server.url, keys["reader"]), server.home.parent)
     try:
         with server.client(keys["admin"]) as admin:
             # Given the client connected: the first event holds the whole set
@@ -108,3 +110,36 @@ def test_the_documented_watch_client_keeps_the_agents_set_as_the_server_answers_
             assert client.holds(effective(admin)) == effective(admin) and list(effective(admin)) == ["read"]
     finally:
         client.stop()
+
+
+def test_the_documented_watch_client_survives_a_server_restart_and_resumes_from_its_saved_position(
+        catalog: Path, tmp_path: Path) -> None:
+    keys = tokens(catalog, admin="read,write", reader="read")
+    server = start_server(catalog)
+    port = server.url.rsplit(":", 1)[1]
+    code = documented_client(server.url, keys["reader"])
+    client = Client(code, tmp_path)
+    try:
+        with server.client(keys["admin"]) as admin:
+            # Given the client holds the agent's set
+            assert client.holds(effective(admin)) == effective(admin)
+        # When the server restarts (on the same address) and a tool is granted meanwhile
+        assert server.stop() == 0
+        server = start_server(catalog, "--port", port)
+        with server.client(keys["admin"]) as admin:
+            write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": "grep"})
+            # Then the client reconnects and holds the new set
+            assert client.holds(effective(admin)) == effective(admin) and len(effective(admin)) == 2
+        saved = json.loads((tmp_path / "triage-tools.json").read_text())
+        # When the client itself stops, a tool is revoked, and the client starts again
+        client.stop()
+        with server.client(keys["admin"]) as admin:
+            revoked = write(admin, "/v1/grant/revoke", {"subject": "agent:triage", "target": "grep"})
+            # Then it starts from the set and position it saved, and catches up from there
+            assert saved["tools"] == effective(admin) | {"grep": saved["tools"]["grep"]}
+            client = Client(code, tmp_path)
+            assert client.holds(effective(admin)) == effective(admin) and list(effective(admin)) == ["read"]
+        assert int(json.loads((tmp_path / "triage-tools.json").read_text())["last_id"]) >= revoked
+    finally:
+        client.stop()
+        assert server.stop() == 0

@@ -150,16 +150,25 @@ def test_a_retired_id_is_gone_with_its_canonical_id(admin: httpx.Client) -> None
     problem(admin.get("/v1/subjects/agent:nobody/effective"), 404, "unknown_subject")
 
 
-def test_the_effective_set_carries_its_position_as_etag_and_answers_304_until_it_moves(
+def test_the_effective_set_carries_its_last_change_as_etag_and_answers_304_until_it_changes(
         admin: httpx.Client) -> None:
     first = admin.get("/v1/subjects/agent:triage/effective")
     etag = first.headers["ETag"]
     assert etag == f'"{first.json()["position"]}"'
+    assert first.json()["position"] <= first.json()["read_model_position"]
     unchanged = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
     assert unchanged.status_code == 304 and unchanged.content == b"" and unchanged.headers["ETag"] == etag
-    write(admin, "/v1/unit/create", {"unit": "etag-moves"})
+    # an unrelated write moves the read model, not the agent's ETag (and the command line agrees)
+    created = write(admin, "/v1/unit/create", {"unit": "etag-moves"})["position"]
+    still = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
+    assert still.status_code == 304 and still.headers["ETag"] == etag
+    after = admin.get("/v1/subjects/agent:triage/effective").json()
+    assert after["read_model_position"] >= created > after["position"] == first.json()["position"]
+    # a change of its own set moves it, to that change's position
+    granted = write(admin, "/v1/grant/add", {"subject": "agent:triage", "target": "acme.ticket.open"})["position"]
     moved = admin.get("/v1/subjects/agent:triage/effective", headers={"If-None-Match": etag})
-    assert moved.status_code == 200 and moved.headers["ETag"] != etag
+    assert moved.status_code == 200 and moved.headers["ETag"] == f'"{granted}"' == f'"{moved.json()["position"]}"'
+    write(admin, "/v1/grant/revoke", {"subject": "agent:triage", "target": "acme.ticket.open"})
 
 
 def test_min_position_waits_then_answers_503_with_retry_after(admin: httpx.Client) -> None:
@@ -432,20 +441,33 @@ class Stream:
     def __init__(self, response: httpx.Response) -> None:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         self.lines = response.iter_lines()
+        self.caught_up: int | None = None  # the position of the `caught-up` event, once it came
 
-    def next(self) -> tuple[int, list[dict[str, Any]]]:
+    def event(self) -> tuple[str, dict[str, Any]]:
+        """The next event: (its name, its data)."""
         fields: dict[str, str] = {}
         for line in self.lines:
             if not line:
                 if "data" in fields:
                     data = json.loads(fields["data"])
-                    assert int(fields["id"]) == data["position"] and fields["event"] == "changes"
-                    return data["position"], data["changes"]
+                    assert int(fields["id"]) == data["position"]
+                    return fields["event"], data
                 continue
             if not line.startswith(":"):
                 name, _, value = line.partition(":")
                 fields[name] = value.strip()
         raise AssertionError("the stream ended")
+
+    def next(self) -> tuple[int, list[dict[str, Any]]]:
+        """The next `changes` event: (position, changes); a `caught-up` event on the way is noted."""
+        while True:
+            name, data = self.event()
+            if name == "caught-up":
+                assert self.caught_up is None, "caught-up is sent once"
+                self.caught_up = data["position"]
+                continue
+            assert name == "changes"
+            return data["position"], data["changes"]
 
 
 def grant_plugin_tool(admin: httpx.Client, tool_id: str, subject: str = "agent:triage") -> int:
@@ -489,6 +511,24 @@ def test_watch_resumes_after_a_dropped_connection_missing_nothing_and_repeating_
     problem(admin.get(path, headers={"Last-Event-ID": "yesterday"}), 400, "usage")
 
 
+def test_an_empty_set_is_sent_at_once_then_caught_up_and_a_future_position_is_refused(
+        served: Served, keys: dict[str, str], admin: httpx.Client) -> None:
+    # Given an agent whose set is empty
+    write(admin, "/v1/unit/create", {"unit": "idle-home"})
+    created = write(admin, "/v1/agent/create", {"agent": "idle", "unit": "idle-home"})["position"]
+    path = "/v1/subjects/agent:idle/watch"
+    # When a client opens its watch, then the first event is the empty set, then caught-up: the copy is complete
+    with served.client(keys["reader"]) as watcher, watcher.stream("GET", path) as response:
+        stream = Stream(response)
+        assert stream.event() == ("changes", {"subject": "agent:idle", "position": created, "changes": []})
+        name, data = stream.event()
+        assert name == "caught-up" and data["position"] >= created
+    # and a resume from a position this server never sent is refused with its head
+    head = admin.get("/v1/health").json()["position"]
+    refused = problem(admin.get(path, headers={"Last-Event-ID": str(head + 1000)}), 409, "conflict")
+    assert str(head) in refused["detail"]
+
+
 def test_a_watch_opened_right_after_its_subject_was_created_finds_it(served: Served, keys: dict[str, str],
                                                                       admin: httpx.Client) -> None:
     # Given a unit whose creation was just answered
@@ -498,8 +538,10 @@ def test_a_watch_opened_right_after_its_subject_was_created_finds_it(served: Ser
             watcher.stream("GET", "/v1/subjects/unit:watched-at-once/watch") as response:
         assert response.status_code == 200
         granted = grant_plugin_tool(admin, "acme.watch-at-once", "unit:watched-at-once")
-        # And its first change is that grant
-        position, changes = Stream(response).next()
+        # And it starts with the set, empty, then its first change is that grant
+        stream = Stream(response)
+        assert stream.next()[1] == []
+        position, changes = stream.next()
         assert (position, changed(changes)) == (granted, [("added", "acme.watch-at-once")])
 
 
@@ -511,7 +553,8 @@ def test_a_watch_passes_over_other_subjects_changes_and_gets_its_agents_change_t
     write(admin, "/v1/unit/create", {"unit": "watch-elsewhere"})
     with served.client(keys["reader"]) as watcher, \
             watcher.stream("GET", "/v1/subjects/agent:watch-member/watch") as response:
-        stream = Stream(response)  # the agent's set is empty: the stream starts with no event
+        stream = Stream(response)  # the agent's set is empty: the stream starts with it, no changes
+        assert stream.next()[1] == []
         # When the other unit changes in several batches, then the agent's unit
         for index in range(3):
             grant_plugin_tool(admin, f"acme.watch-elsewhere-{index}", "unit:watch-elsewhere")

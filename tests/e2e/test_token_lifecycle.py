@@ -47,13 +47,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @contextlib.contextmanager
 def open_stream(served: Served, secret: str) -> Iterator[tuple[httpx.Response, Iterator[str]]]:
-    """A watch stream on agent:triage, its first event (the whole set) read."""
+    """A watch stream on agent:triage, its first event (the whole set) and its caught-up mark read."""
     with served.client(secret, timeout=httpx.Timeout(QUIET_SECONDS, connect=10)) as client, \
             client.stream("GET", WATCH) as response:
         assert response.status_code == 200
         lines = response.iter_lines()
         first = list(itertools.takewhile(bool, lines))  # up to the blank line ending the first event
         assert "event: changes" in first
+        assert "event: caught-up" in list(itertools.takewhile(bool, lines))  # the copy is complete
         yield response, lines
 
 

@@ -99,25 +99,77 @@ def test_an_altered_event_before_the_seal_is_found_at_its_position(story: int, h
     assert str(p) in error["message"]
 
 
-def test_a_rebuilt_read_model_agrees_with_the_altered_store_but_the_seal_does_not(
+def test_a_rebuild_refuses_to_launder_an_altered_event(story: int, home: Path, toolcat: Any) -> None:
+    # given a read model that recorded every event's hash, and one stored event altered since
+    p = story // 2
+    before = ok(toolcat("sql", f"select hash from events where position = {p}"))[0]["hash"]
+    tamper(home, p, forge_actor)
+
+    # when the read model is rebuilt, then the swap is refused naming the position, and nothing changes
+    error = integrity_failure(toolcat("rebuild"))
+    assert [a["position"] for a in error["details"]["altered"]] == [p]
+    assert error["details"]["altered"][0]["old_hash"] == before
+    assert f" {p}" in error["message"] and "--accept-altered-history" in error["message"]
+    assert not (home / "catalog.duckdb.rebuild").exists()
+    # the live read model still convicts the edit
+    assert integrity_failure(toolcat("audit", "verify"))["details"]["position"] == p
+    assert ok(toolcat("sql", f"select actor from events where position = {p}")) == [{"actor": "tester"}]
+
+
+def test_accepting_altered_history_needs_a_reason_and_is_recorded_on_the_chain(
         story: int, home: Path, toolcat: Any) -> None:
     sealed = ok(toolcat("audit", "seal"))
     p = story // 2
+    before = ok(toolcat("sql", f"select hash from events where position = {p}"))[0]["hash"]
     tamper(home, p, forge_actor)
 
-    # when the read model is rebuilt from the altered store, it vouches for the forged event
-    rebuilt = ok(toolcat("rebuild"))
-    assert rebuilt["position"] == sealed["position"]
-    forged = ok(toolcat("sql", f"select actor from events where position = {p}"))
-    assert forged == [{"actor": "tesTer"}]
+    # when acceptance is asked without a reason, then it is a usage error and nothing is written
+    refused = toolcat("rebuild", "--accept-altered-history")
+    assert refused.code == 2 and "--reason" in refused.error["message"]
 
-    # then the seal, stored before the forgery, still finds it
-    error = integrity_failure(toolcat("audit", "verify"))
-    assert "seal" in error["message"]
-    assert error["details"]["seal_position"] == sealed["position"]
+    # when it is asked with one, then the rebuild is swapped in and the acceptance is an audit event
+    rebuilt = ok(toolcat("rebuild", "--accept-altered-history", "--reason", "restored from backup"))
+    accepted = rebuilt["accepted"]
+    assert [a["position"] for a in accepted["altered"]] == [p]
+    assert accepted["altered"][0]["old_hash"] == before != accepted["altered"][0]["new_hash"]
+    assert [s["seal_position"] for s in accepted["seals"]] == [sealed["position"]]
+    assert rebuilt["position"] == accepted["position"] == sealed["position"] + 1
+    recorded = ok(toolcat("sql", "select type, reason, data from events where position = "
+                                 f"{accepted['position']}"))[0]
+    assert recorded["type"] == "Audit.AlteredHistoryAccepted" and recorded["reason"] == "restored from backup"
+    assert recorded["data"]["altered"] == accepted["altered"]
+    assert recorded["data"]["seals"] == [sealed["position"]]
+    assert ok(toolcat("sql", f"select actor from events where position = {p}")) == [{"actor": "tesTer"}]
+
+    # then a later rebuild agrees with the model it replaces, and verify holds: the acceptance covers the seal
+    assert ok(toolcat("rebuild"))["accepted"] is None
+    assert ok(toolcat("audit", "verify"))["ok"] is True
+
+
+def test_audit_replay_names_the_altered_positions(story: int, home: Path, toolcat: Any) -> None:
+    # given an event altered after the read model recorded its hash
+    p = story // 3
+    tamper(home, p, forge_actor)
+
+    # when the history is replayed, then it answers exit 5 naming the position with both hashes
+    run = toolcat("audit", "replay")
+    assert run.code == 5
+    replayed = run.json
+    assert replayed["matches"] is False
+    assert [a["position"] for a in replayed["altered"]] == [p]
+    assert replayed["altered"][0]["old_hash"] != replayed["altered"][0]["new_hash"]
+    text = toolcat("audit", "replay", json_output=False)
+    assert text.code == 5 and f"position(s) {p} " in text.stdout
+
+
+def test_a_rebuild_with_no_old_read_model_still_answers_to_the_seals(story: int, home: Path, toolcat: Any) -> None:
+    sealed = ok(toolcat("audit", "seal"))
+    tamper(home, story // 2, forge_actor)
+    (home / "catalog.duckdb").unlink()
+
+    error = integrity_failure(toolcat("rebuild"))
+    assert [s["seal_position"] for s in error["details"]["seals"]] == [sealed["position"]]
     assert str(sealed["position"]) in error["message"]
-    # the seal vouches for the head at sealing time; the forged event lies at or before it
-    assert p <= error["details"]["position"] <= story
 
 
 def test_a_deleted_event_is_named_as_a_hole(story: int, home: Path, toolcat: Any) -> None:

@@ -125,7 +125,7 @@ def test_a_batch_of_grants_takes_the_fast_path_and_writes_what_the_sql_writes(vo
 
 # The event types that change no effective set (tools they bring come as Tool.Registered events).
 TOUCH_NO_SET = {
-    "Audit.Sealed", "Audit.Started", "Compatibility.ModeSet", "Compatibility.Started", "Connector.Registered",
+    "Audit.AlteredHistoryAccepted", "Audit.Sealed", "Audit.Started", "Compatibility.ModeSet", "Compatibility.Started", "Connector.Registered",
     "Grants.Opened", "IdempotencyKey.Used", "Name.Claimed", "Namespace.Claimed", "Node.Attached",
     "Node.CapabilitiesAdvertised", "Node.CapabilitiesWithdrawn", "Node.Opened", "Node.Paired", "Node.Readied",
     "Node.ToolDenied", "Node.Unpaired", "Node.Unreadied", "Proposal.Applied", "Proposal.Made", "Proposal.Withdrawn",

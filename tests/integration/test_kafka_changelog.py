@@ -52,7 +52,8 @@ def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_set
 
     # Then every subject's final set is on the changelog, once, keyed by subject, at the position of the
     # last event that changed it
-    messages = documents_at(kafka_settings, None, SUBJECT)
+    # (the caught-up marker aside: docs/services.md)
+    messages = [m for m in documents_at(kafka_settings, None, SUBJECT) if m.key != b"toolcat:caught-up"]
     latest = {m.key.decode(): json.loads(m.value) for m in messages}
     assert {"unit:eng", "unit:support", SUBJECT} <= set(latest)
     assert len(messages) == len(latest)
@@ -76,6 +77,8 @@ def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_set
         assert (seen["subject"], seen["position"]) == (SUBJECT, latest[SUBJECT]["position"])
         assert {c["change"] for c in seen["changes"]} == {"added"}
         assert {c["tool_id"] for c in seen["changes"]} == set(before)
+        # then that its copy is complete: the changelog's caught-up marker was read
+        assert json.loads(lines.get(timeout=60)) == {"subject": SUBJECT, "position": first, "caught_up": True}
 
         # When the grant is revoked and the read model projected again, while the watch runs
         run_in_process(home, [REVOKE])
@@ -92,7 +95,8 @@ def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_set
 
     # and only the changed subject was published again, without (or with a changed) revoked tool
     messages = documents_at(kafka_settings, second, SUBJECT)
-    republished = {m.key.decode() for m in messages if json.loads(m.value)["position"] == second}
+    republished = {m.key.decode() for m in messages if json.loads(m.value)["position"] == second
+                   and m.key != b"toolcat:caught-up"}
     assert republished == {SUBJECT}
     assert outbox(home) == []
 
@@ -100,7 +104,11 @@ def test_project_publishes_changed_subjects_and_watch_reports_a_revoke(kafka_set
     resumed = toolcat("watch", SUBJECT, "--from-position", str(first), "--timeout", "3", home=home,
                       settings=kafka_settings)
     assert resumed.code == 0, resumed.stderr
-    assert [json.loads(line)["position"] for line in resumed.stdout.splitlines()] == [second]
+    assert [json.loads(line) for line in resumed.stdout.splitlines()][0]["position"] == second
+    # and says its copy is complete at the marker the revoke's projection published
+    assert json.loads(resumed.stdout.splitlines()[-1]) == {"subject": SUBJECT, "position": second,
+                                                           "caught_up": True}
+    assert len(resumed.stdout.splitlines()) == 2
 
 
 def line_reader(process: subprocess.Popen[str]) -> queue.Queue[str]:
@@ -152,3 +160,36 @@ def test_diff_of_equal_sets_is_empty_and_from_nothing_all_added() -> None:
     changed = diff([row("read")], [row("read", provenance="inherited", inherited_from="unit:eng")])
     assert changed == [{"change": "changed", "tool_id": "read",
                         "fields": {"provenance": ["grant", "inherited"], "inherited_from": [None, "unit:eng"]}}]
+
+
+def test_an_empty_set_is_published_and_the_changelog_marks_caught_up(kafka_settings: Settings) -> None:
+    home = kafka_settings.home
+    # Given a unit with no grants and an agent in it: both have an empty effective set
+    ok(toolcat("unit", "create", "empty", home=home, settings=kafka_settings))
+    ok(toolcat("agent", "create", "idle", "--unit", "empty", home=home, settings=kafka_settings))
+
+    # When the read model is projected with Kafka configured
+    head = ok(toolcat("project", home=home, settings=kafka_settings))["position"]
+
+    # Then both subjects are on the changelog as "tools": [], followed by the caught-up marker
+    messages = read_topic(kafka_settings, kafka_settings.kafka_effective_topic,
+                          lambda ms: any(m.key == b"toolcat:caught-up" for m in ms), what="the caught-up marker")
+    latest = {m.key.decode(): json.loads(m.value) for m in messages}
+    assert latest["agent:idle"]["tools"] == [] and latest["unit:empty"]["tools"] == []
+    assert latest["agent:idle"]["position"] == head
+    assert messages[-1].key == b"toolcat:caught-up"
+    assert json.loads(messages[-1].value) == {"schema": "toolcat.effective/v1", "caught_up": True, "position": head}
+
+    # and `watch --json` prints the empty first version, then that its copy is complete
+    run = toolcat("watch", "agent:idle", "--timeout", "3", home=home, settings=kafka_settings)
+    assert run.code == 0, run.stderr
+    watched = [m for m in (json.loads(line) for line in run.stdout.splitlines() if line.startswith("{"))]
+    assert watched == [{"subject": "agent:idle", "position": head, "changes": []},
+                       {"subject": "agent:idle", "position": head, "caught_up": True}]
+
+
+def test_watch_help_says_what_json_prints() -> None:
+    from tests.support import call_toolcat, toolcat_env
+    shown = call_toolcat("watch", "--help", env=toolcat_env("tester"), json_output=False)
+    assert shown.code == 0
+    assert "exactly one JSON document" not in shown.stdout and "one JSON line per change" in " ".join(shown.stdout.split())

@@ -44,9 +44,11 @@ def test_a_kept_answer_is_the_commands_bytes_until_a_batch_moves_the_read_model(
     # when a write is applied
     written = state.catalog.create_unit("ops", None, META).position
     assert written is not None and written > position
-    # then the next answer is read at the new position, and is still the command's bytes
-    moved, again = sets.answer("agent:triage", Freshness())
-    assert moved == written
+    # then the next answer holds the new read model position, and is still the command's bytes, but the
+    # subject's ETag is its own last change: an unrelated write leaves it as it was
+    tag, again = sets.answer("agent:triage", Freshness())
+    assert tag == position == json.loads(body)["position"] < written
+    assert json.loads(again)["read_model_position"] == written and json.loads(again)["position"] == position
     assert again == _commands_bytes(state, "agent:triage")
     assert json.loads(again)["tools"] == json.loads(body)["tools"]
 
@@ -68,8 +70,11 @@ def test_a_batch_drops_only_the_kept_answers_of_the_subjects_whose_set_it_change
     written = state.catalog.add_grant("agent:triage", "codesearch", META).position
     assert written is not None
     state.wait_for(written, 30)
-    # then the unit's answer is still kept, now at the new position, and is the command's bytes there
-    assert sets.kept("unit:eng") == (written, _commands_bytes(state, "unit:eng"))
+    # then the unit's answer is still kept, now at the new position, and is the command's bytes there, its
+    # ETag unchanged
+    unit_tag = json.loads(_commands_bytes(state, "unit:eng"))["position"]
+    assert unit_tag < written
+    assert sets.kept("unit:eng") == (unit_tag, _commands_bytes(state, "unit:eng"))
     # and the agent's is read again, with the new tool
     assert sets.kept("agent:triage") is None
     position, body = sets.answer("agent:triage", Freshness())
@@ -82,7 +87,8 @@ def test_a_batch_drops_only_the_kept_answers_of_the_subjects_whose_set_it_change
     state.wait_for(written, 30)
     assert sets.kept("unit:eng") is None
     assert sets.answer("unit:eng", Freshness()) == (written, _commands_bytes(state, "unit:eng"))
-    assert sets.kept("agent:triage") == (written, _commands_bytes(state, "agent:triage"))
+    agent_tag = json.loads(_commands_bytes(state, "agent:triage"))["position"]
+    assert sets.kept("agent:triage") == (agent_tag, _commands_bytes(state, "agent:triage"))
 
 
 def test_warming_keeps_every_subjects_answer_as_its_first_read_would_give_it(state: ServerState) -> None:
@@ -95,10 +101,14 @@ def test_warming_keeps_every_subjects_answer_as_its_first_read_would_give_it(sta
     # then every subject's answer is kept, and is the command's bytes at the applied position
     assert warmed >= 2
     for subject in ("agent:triage", "unit:eng"):
-        assert sets.kept(subject) == (state.position, _commands_bytes(state, subject))
+        answer = _commands_bytes(state, subject)
+        assert sets.kept(subject) == (json.loads(answer)["position"], answer)
+        assert json.loads(answer)["read_model_position"] == state.position
     # and a batch changing one subject's set still drops that answer alone
     written = state.catalog.add_grant("agent:triage", "codesearch", META).position
     assert written is not None
     state.wait_for(written, 30)
     assert sets.kept("agent:triage") is None
-    assert sets.kept("unit:eng") == (written, _commands_bytes(state, "unit:eng"))
+    unchanged = _commands_bytes(state, "unit:eng")
+    assert sets.kept("unit:eng") == (json.loads(unchanged)["position"], unchanged)
+    assert json.loads(unchanged)["position"] < written == json.loads(unchanged)["read_model_position"]
