@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     # these (DNS rebinding: a page of another site must not reach the server through its own name); the
     # server's own --host address counts too. Absolute links are built from `public_url`, else relative.
     allowed_hosts: list[str] = Field(default_factory=list)
+    # How many reads one client (a token; an address when anonymous) may have waiting for a position
+    # (`min_position`) at once; more are refused with 429. Waits hold no thread, but each holds memory.
+    max_waits_per_client: int = Field(32, gt=0)
     public_url: str | None = None
     # The effective sets' Python fast paths that are on (projections/effective/maintenance.FastPaths), as
     # JSON: `[]` refreshes every batch with the rule's SQL alone (the same sets, more slowly).

@@ -51,6 +51,7 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     app.state.server, app.state.tokens, app.state.snapshots = state, tokens, publisher
     app.state.answer_read = answer_read
     app.state.current_sets = CurrentSets(state)
+    app.state.waits = {}  # reads waiting for a position, by client (infra/http/reads.py `waiting`)
     app.state.mcp = McpEndpoint(state, tokens)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,

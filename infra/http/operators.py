@@ -1,6 +1,13 @@
-"""For operators: health, readiness and Prometheus metrics (no token needed: probes and scrapers)."""
+"""For operators: health, readiness and Prometheus metrics (no token needed: probes and scrapers).
+
+Their work runs on threads of their own (`_PROBES`), never in the pool readers take: however many reads
+wait or run, a probe answers at once."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import anyio
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -8,10 +15,20 @@ from infra.http import models
 from infra.http.answers import json_response, server_of
 
 router = APIRouter(tags=["operators"])
+# A few threads for the probes alone (anyio's default pool of 40 is shared by every other route).
+_PROBES = anyio.CapacityLimiter(4)
+
+
+async def _on_probe_thread(answer: Callable[[Request], Response], request: Request) -> Any:
+    return await anyio.to_thread.run_sync(answer, request, limiter=_PROBES)
 
 
 @router.get("/v1/health", responses=models.documented(models.Health))
-def health(request: Request) -> Response:
+async def health(request: Request) -> Response:
+    return await _on_probe_thread(_health, request)
+
+
+def _health(request: Request) -> Response:
     state = server_of(request)
     document = {"status": "failing" if state.failure else "ok", "position": state.position,
                 "store_head": state.store_head()}
@@ -25,8 +42,12 @@ def health(request: Request) -> Response:
 @router.get("/v1/ready", responses={**models.documented(models.Readiness), 503: {
     "model": models.Readiness, "description": "not caught up with the store yet (Retry-After)",
     "headers": {"Retry-After": {"required": True, "schema": {"type": "string"}}}}})
-def ready(request: Request) -> Response:
+async def ready(request: Request) -> Response:
     """200 once the read model has caught up with the store, else 503."""
+    return await _on_probe_thread(_ready, request)
+
+
+def _ready(request: Request) -> Response:
     state = server_of(request)
     head = state.store_head()
     caught_up = state.position >= head and state.failure is None
@@ -36,5 +57,9 @@ def ready(request: Request) -> Response:
 
 @router.get("/metrics", response_class=Response, responses={200: {
     "description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}})
-def metrics(request: Request) -> Response:
+async def metrics(request: Request) -> Response:
+    return await _on_probe_thread(_metrics, request)
+
+
+def _metrics(request: Request) -> Response:
     return Response(generate_latest(server_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -59,6 +59,12 @@ class Misdirected(UsageError):
     code = "misdirected"
 
 
+class TooManyWaits(UsageError):
+    """More reads waiting for a position at once than one client may hold (HTTP 429)."""
+
+    code = "too_many_waits"
+
+
 class NotFound(UsageError):
     """No endpoint at this path (or not for this method)."""
 
@@ -67,7 +73,7 @@ class NotFound(UsageError):
 
 # First match wins: subclasses before their bases.
 STATUSES: tuple[tuple[type[ToolcatError], int], ...] = (
-    (Unauthenticated, 401), (Forbidden, 403), (TooLarge, 413), (Misdirected, 421), (NotFound, 404), (NotAcceptable, 406),
+    (Unauthenticated, 401), (Forbidden, 403), (TooLarge, 413), (Misdirected, 421), (TooManyWaits, 429), (NotFound, 404), (NotAcceptable, 406),
     (RetiredAlias, 410),
     (UnknownTool, 404), (UnknownSubject, 404), (UnknownRelease, 404), (UnknownConnector, 404), (UnknownGrant, 404),
     (UnknownProposal, 404),
@@ -94,7 +100,7 @@ def problem(error: ToolcatError, instance: str | None = None, headers: dict[str,
     if instance:
         body["instance"] = instance
     extra = dict(headers or {})
-    if status == 503:
+    if status in (429, 503):
         extra.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
     if status == 401:
         extra.setdefault("WWW-Authenticate", 'Bearer realm="toolcat"')

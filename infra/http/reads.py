@@ -2,8 +2,9 @@
 which command), with the HTTP extras: deprecation headers, ETag and 304, the HTML report."""
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, time, timezone
 from email.utils import format_datetime
 from typing import Any, Literal
@@ -20,8 +21,9 @@ from infra.reply import write_document
 from infra.freshness import Freshness
 from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, json_response, respond, run_command, server_of
-from infra.http.auth import Principal, require
+from infra.http.auth import SESSION_COOKIE, Principal, digest, require
 from infra.http.hosts import absolute
+from infra.http.problems import TooManyWaits
 from infra.read_routes import READ_ROUTES
 from projections import queries
 
@@ -61,7 +63,38 @@ def in_event_loop(kind: type) -> Any:
     return Depends(build)
 
 
-FRESH, MOMENT = in_event_loop(Fresh), in_event_loop(Moment)
+async def fresh_enough(request: Request, min_position: int | None = Query(None, ge=0),
+                       timeout: float = Query(10.0, gt=0, le=60)) -> Fresh:
+    """`Fresh`, once the position asked for is applied: waited for here, in the event loop, so a waiting
+    read holds no thread (and cannot starve /v1/health of one); at most TOOLCAT_MAX_WAITS_PER_CLIENT at once
+    per client, 429 beyond."""
+    fresh = Fresh(min_position, timeout)
+    state = server_of(request)
+    if min_position is not None and state.position < min_position:
+        async with waiting(request, state.settings.max_waits_per_client):
+            await state.wait_applied(min_position, timeout, request.is_disconnected)
+    return fresh
+
+
+@contextlib.asynccontextmanager
+async def waiting(request: Request, limit: int) -> AsyncIterator[None]:
+    """One more wait of the request's client (its token, else its address); TooManyWaits past `limit`."""
+    credentials = request.headers.get("authorization") or request.cookies.get(SESSION_COOKIE)
+    client = digest(credentials) if credentials else (request.client.host if request.client else "?")
+    counts: dict[str, int] = request.app.state.waits
+    if counts.get(client, 0) >= limit:
+        raise TooManyWaits(f"this client already has {limit} reads waiting for a position "
+                           "(TOOLCAT_MAX_WAITS_PER_CLIENT); retry when one has answered", limit=limit)
+    counts[client] = counts.get(client, 0) + 1
+    try:
+        yield
+    finally:
+        counts[client] -= 1
+        if not counts[client]:
+            del counts[client]
+
+
+FRESH, MOMENT = Depends(fresh_enough), in_event_loop(Moment)
 APPLIED = Freshness(min_position=0)  # what the server has applied, whatever the store holds
 
 

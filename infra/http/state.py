@@ -11,7 +11,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -266,6 +266,25 @@ class ServerState:
                 if left <= 0 or self.stopping.is_set():
                     raise not_reached(self.position, wanted)
                 self._applied.wait(left)
+
+    async def wait_applied(self, wanted: int, timeout: float,
+                           gone: Callable[[], Awaitable[bool]] | None = None) -> None:
+        """(In the event loop) until the follower has applied `wanted`, holding no thread while it waits;
+        Unavailable when the timeout passes first. `gone`: whether the client went away (checked every
+        second: then the wait ends at once, as Unavailable)."""
+        deadline = time.monotonic() + timeout
+        while self.position < wanted:
+            waiter = self.batch_waiter()  # taken before looking again: a batch applied meanwhile sets it
+            left = deadline - time.monotonic()
+            if self.position >= wanted:
+                return
+            if left <= 0 or self.stopping.is_set():
+                raise not_reached(self.position, wanted)
+            self.nudge()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.wait(), min(left, 1.0))
+            if gone is not None and await gone():
+                raise not_reached(self.position, wanted)
 
     def wait_until_fresh(self, freshness: Freshness) -> None:
         """Until the applied position is as fresh as asked (`wanted`)."""
