@@ -28,6 +28,7 @@ from infra.http.openapi import truthful_openapi
 from infra.http.problems import NotFound, Unauthenticated, problem
 from infra.http.signin import session_of, signin_redirect, wants_page
 from infra.http.snapshots import SnapshotPublisher
+from projections.sql_worker import workers_for
 from infra.http.state import ServerState
 from infra.http.web import web_router
 from infra.wiring import infrastructure_error
@@ -52,6 +53,8 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     app.state.answer_read = answer_read
     app.state.current_sets = CurrentSets(state)
     app.state.mcp = McpEndpoint(state, tokens)
+    # User SQL runs in worker processes, bounded in memory and killed at the timeout (POST /v1/sql).
+    app.state.sql_workers = workers_for(state.settings.sql_memory_bytes, state.settings.duckdb_memory_limit)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,

@@ -19,8 +19,8 @@ from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, respond, run_command, server_of
 from infra.http.auth import require
 from infra.http.problems import NotAcceptable
+from infra.http.snapshot import snapshot_path
 from projections.sql_encode import JSON, MEDIA_TYPES, byte_limit, cut_by, encode, row_limit, truncated
-from projections.user_sql import run_query
 
 router = APIRouter(tags=["sql"])
 # Answer headers: the row and byte limits the query ran under, whether one cut the answer short, and which.
@@ -86,9 +86,16 @@ def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> 
         raise UsageError("'format' is the command line's; over HTTP the Accept header chooses the format",
                          format=body.format)
     state = server_of(request)
-    with state.read_model(Freshness()) as con:
-        table = run_query(con, body.query, state.settings.sql_timeout_seconds, state.settings.sql_row_limit,
-                          state.settings.sql_max_bytes)
+    settings = state.settings
+    # Not on the server's own connection: a worker process on the published snapshot, brought up to the
+    # read model's position first (projections/sql_worker.py says why: DuckDB cannot bound or stop every
+    # query in the server's process).
+    state.writer.flush()
+    state.wait_until_fresh(Freshness())
+    request.app.state.snapshots.publish()
+    table = request.app.state.sql_workers.run(str(snapshot_path(settings.home)), body.query,
+                                              settings.sql_timeout_seconds, settings.sql_row_limit,
+                                              settings.sql_max_bytes)
     headers = {ROW_LIMIT_HEADER: str(row_limit(table)), BYTE_LIMIT_HEADER: str(byte_limit(table)),
                TRUNCATED_HEADER: str(truncated(table)).lower()}
     if truncated(table):
