@@ -91,9 +91,9 @@ def test_a_query_deaf_to_interrupts_is_stopped_at_the_timeout(story: int, cli: A
 
 def test_a_query_that_builds_a_huge_value_is_refused_without_growing_the_caller(
         story: int, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given user SQL capped at 1 GiB of address space, and a query whose one value is a list of 200 million
+    # Given user SQL capped at 2 GiB of address space, and a query whose one value is a list of 200 million
     # integers (1.6 GB): DuckDB's memory_limit does not see it, and it ran 253 s to 14.5 GB in the server
-    monkeypatch.setenv("TOOLCAT_SQL_MEMORY_BYTES", str(2**30))
+    monkeypatch.setenv("TOOLCAT_SQL_MEMORY_BYTES", str(2**31))
     monkeypatch.setenv("TOOLCAT_SQL_TIMEOUT_SECONDS", "5")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     # When it runs, then it is refused for its memory
