@@ -36,14 +36,19 @@ def cmd_sql(ctx: Context) -> Reply:
     from projections.user_sql import run_query, sandbox_config
     chosen = output_format(ctx)
     settings = ctx.settings
-    con = ctx.read_only_model(config=sandbox_config())  # caught up, and held read-only: no writer meanwhile
-    limits = (settings.sql_timeout_seconds, settings.sql_row_limit, settings.sql_max_bytes)
-    if ctx.backend is not None:  # a server's own command line (Accept: the reply type): it lends its model
-        table = run_query(con, ctx.args.query, *limits)
-    else:  # in a worker process that bounds its memory and is killed at the timeout (sql_worker.py)
+    # In a worker process that bounds its memory and is killed at the timeout (projections/sql_worker.py).
+    runner = getattr(ctx.backend, "user_sql", None)
+    if runner is not None:  # a server's own command line (Accept: the reply type): the server's workers
+        table = runner(ctx.args.query)
+    elif ctx.backend is not None:  # a process that lends its connection but runs no workers
+        table = run_query(ctx.read_only_model(config=sandbox_config()), ctx.args.query, settings.sql_timeout_seconds,
+                          settings.sql_row_limit, settings.sql_max_bytes)
+    else:
+        ctx.read_only_model(config=sandbox_config())  # caught up, and held read-only: no writer meanwhile
         workers = workers_for(settings.sql_memory_bytes, settings.duckdb_memory_limit)
         try:
-            table = workers.run(str(settings.read_model_path), ctx.args.query, *limits)
+            table = workers.run(str(settings.read_model_path), ctx.args.query, settings.sql_timeout_seconds,
+                                settings.sql_row_limit, settings.sql_max_bytes)
         finally:
             workers.close()
     document = rows(table)

@@ -77,6 +77,18 @@ _ANSWERS = {200: {"content": {kind: {} for kind in MEDIA_TYPES}, "headers": _LIM
             422: models.PROBLEMS[422]}
 
 
+def run_user_sql(app: Any, query: str) -> Any:
+    """One user query, not on the server's own connection: in a worker process on the published snapshot,
+    brought up to the read model's position first (projections/sql_worker.py says why: DuckDB cannot bound
+    or stop every query in the server's process)."""
+    state, settings = app.state.server, app.state.server.settings
+    state.writer.flush()
+    state.wait_until_fresh(Freshness())
+    app.state.snapshots.publish()
+    return app.state.sql_workers.run(str(snapshot_path(settings.home)), query, settings.sql_timeout_seconds,
+                                     settings.sql_row_limit, settings.sql_max_bytes)
+
+
 @router.post("/v1/sql", responses=_ANSWERS)
 def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> Response:
     media_type = media_type_of(request.headers.get("accept"))
@@ -85,17 +97,7 @@ def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> 
     if body.format is not None:
         raise UsageError("'format' is the command line's; over HTTP the Accept header chooses the format",
                          format=body.format)
-    state = server_of(request)
-    settings = state.settings
-    # Not on the server's own connection: a worker process on the published snapshot, brought up to the
-    # read model's position first (projections/sql_worker.py says why: DuckDB cannot bound or stop every
-    # query in the server's process).
-    state.writer.flush()
-    state.wait_until_fresh(Freshness())
-    request.app.state.snapshots.publish()
-    table = request.app.state.sql_workers.run(str(snapshot_path(settings.home)), body.query,
-                                              settings.sql_timeout_seconds, settings.sql_row_limit,
-                                              settings.sql_max_bytes)
+    table = run_user_sql(request.app, body.query)
     headers = {ROW_LIMIT_HEADER: str(row_limit(table)), BYTE_LIMIT_HEADER: str(byte_limit(table)),
                TRUNCATED_HEADER: str(truncated(table)).lower()}
     if truncated(table):
