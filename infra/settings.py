@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # ... and at most about this many bytes (its Arrow size, before encoding): a query of a few huge values
     # cannot make an answer of gigabytes.
     sql_max_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    # User SQL runs in a worker process whose address space is capped at this (RLIMIT_AS): a query that
+    # builds a huge value fails there (sql_refused) and can never grow the server (projections/sql_worker.py).
+    sql_memory_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=2 * 1024 * 1024 * 1024)  # below, DuckDB cannot start
     # MCP servers (infra/mcp/): how long starting a server and its `initialize` may take, and each request
     # after it (a page of tools/list); a server slower than that is an error, never a wait without end.
     mcp_connect_seconds: float = Field(10.0, gt=0)

@@ -207,6 +207,9 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float
         raise SqlError(f"the query was interrupted: {error}") from error
     except duckdb.PermissionException as error:  # the connection's own fence
         raise SqlRefused(f"the query needs access the read model does not give: {error}") from error
+    except duckdb.OutOfMemoryException as error:  # past memory_limit, or past a worker's address space
+        raise SqlRefused("the query needed more memory than a query may take and was stopped: "
+                         f"{str(error).splitlines()[0]}") from error
     except duckdb.Error as error:
         raise SqlError(f"the query failed: {error}") from error
     finally:
@@ -221,7 +224,8 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, query: str, row_limit: int, max_by
     if relation is None:
         return pa.table({}).replace_schema_metadata(limit_metadata(row_limit, None, max_bytes))
     duck_types = relation.types
-    reader = relation.to_arrow_reader(min(row_limit + 1, 65_536))
+    # Small batches: the byte limit is checked between batches, and a batch of huge values is itself huge.
+    reader = relation.to_arrow_reader(min(row_limit + 1, 2048))
     batches, count, size, cut = [], 0, 0, None
     for batch in reader:
         if max_bytes is not None and size + batch.nbytes > max_bytes:

@@ -32,11 +32,25 @@ def output_format(ctx: Context) -> str:
 
 def cmd_sql(ctx: Context) -> Reply:
     from projections.sql_encode import csv_text, rows
+    from projections.sql_worker import workers_for
     from projections.user_sql import run_query, sandbox_config
     chosen = output_format(ctx)
     settings = ctx.settings
-    table = run_query(ctx.read_only_model(config=sandbox_config()), ctx.args.query,
-                      settings.sql_timeout_seconds, settings.sql_row_limit, settings.sql_max_bytes)
+    # In a worker process that bounds its memory and is killed at the timeout (projections/sql_worker.py).
+    runner = getattr(ctx.backend, "user_sql", None)
+    if runner is not None:  # a server's own command line (Accept: the reply type): the server's workers
+        table = runner(ctx.args.query)
+    elif ctx.backend is not None:  # a process that lends its connection but runs no workers
+        table = run_query(ctx.read_only_model(config=sandbox_config()), ctx.args.query, settings.sql_timeout_seconds,
+                          settings.sql_row_limit, settings.sql_max_bytes)
+    else:
+        ctx.read_only_model(config=sandbox_config())  # caught up, and held read-only: no writer meanwhile
+        workers = workers_for(settings.sql_memory_bytes, settings.duckdb_memory_limit)
+        try:
+            table = workers.run(str(settings.read_model_path), ctx.args.query, settings.sql_timeout_seconds,
+                                settings.sql_row_limit, settings.sql_max_bytes)
+        finally:
+            workers.close()
     document = rows(table)
     notes = cut_note(table)
     if chosen == "json":

@@ -28,6 +28,7 @@ from infra.http.openapi import truthful_openapi
 from infra.http.problems import NotFound, Unauthenticated, problem
 from infra.http.signin import session_of, signin_redirect, wants_page
 from infra.http.snapshots import SnapshotPublisher
+from projections.sql_worker import workers_for
 from infra.http.state import ServerState
 from infra.http.web import web_router
 from infra.wiring import infrastructure_error
@@ -44,8 +45,12 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.loop = asyncio.get_running_loop()
-        async with app.state.mcp.running():  # the MCP gateway at /mcp: its sessions, upstreams, decision log
-            yield
+        app.state.sql_workers.warm()  # the first query need not wait for a worker to start
+        try:
+            async with app.state.mcp.running():  # the MCP gateway at /mcp: its sessions, upstreams, decision log
+                yield
+        finally:
+            app.state.sql_workers.close()
 
     app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.server, app.state.tokens, app.state.snapshots = state, tokens, publisher
@@ -53,6 +58,9 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     app.state.current_sets = CurrentSets(state)
     app.state.waits = {}  # reads waiting for a position, by client (infra/http/reads.py `waiting`)
     app.state.mcp = McpEndpoint(state, tokens)
+    # User SQL runs in worker processes, bounded in memory and killed at the timeout (POST /v1/sql).
+    app.state.sql_workers = workers_for(state.settings.sql_memory_bytes, state.settings.duckdb_memory_limit)
+    state.user_sql = lambda query: sql.run_user_sql(app, query)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,

@@ -19,8 +19,8 @@ from infra.http import models
 from infra.http.answers import REPLY_MEDIA_TYPE, respond, run_command, server_of
 from infra.http.auth import require
 from infra.http.problems import NotAcceptable
+from infra.http.snapshot import snapshot_path
 from projections.sql_encode import JSON, MEDIA_TYPES, byte_limit, cut_by, encode, row_limit, truncated
-from projections.user_sql import run_query
 
 router = APIRouter(tags=["sql"])
 # Answer headers: the row and byte limits the query ran under, whether one cut the answer short, and which.
@@ -77,6 +77,18 @@ _ANSWERS = {200: {"content": {kind: {} for kind in MEDIA_TYPES}, "headers": _LIM
             422: models.PROBLEMS[422]}
 
 
+def run_user_sql(app: Any, query: str) -> Any:
+    """One user query, not on the server's own connection: in a worker process on the published snapshot,
+    brought up to the read model's position first (projections/sql_worker.py says why: DuckDB cannot bound
+    or stop every query in the server's process)."""
+    state, settings = app.state.server, app.state.server.settings
+    state.writer.flush()
+    state.wait_until_fresh(Freshness())
+    app.state.snapshots.publish()
+    return app.state.sql_workers.run(str(snapshot_path(settings.home)), query, settings.sql_timeout_seconds,
+                                     settings.sql_row_limit, settings.sql_max_bytes)
+
+
 @router.post("/v1/sql", responses=_ANSWERS)
 def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> Response:
     media_type = media_type_of(request.headers.get("accept"))
@@ -85,10 +97,7 @@ def sql(request: Request, body: SqlQuery, _: Any = Depends(require("read"))) -> 
     if body.format is not None:
         raise UsageError("'format' is the command line's; over HTTP the Accept header chooses the format",
                          format=body.format)
-    state = server_of(request)
-    with state.read_model(Freshness()) as con:
-        table = run_query(con, body.query, state.settings.sql_timeout_seconds, state.settings.sql_row_limit,
-                          state.settings.sql_max_bytes)
+    table = run_user_sql(request.app, body.query)
     headers = {ROW_LIMIT_HEADER: str(row_limit(table)), BYTE_LIMIT_HEADER: str(byte_limit(table)),
                TRUNCATED_HEADER: str(truncated(table)).lower()}
     if truncated(table):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -82,6 +82,9 @@ class ServerState:
         self.writer = Writer(self.catalog, self._written)
         self.failure: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        # Runs one user query in a worker process (set by the app: infra/http/sql.py `run_user_sql`), for
+        # the commands the server runs (`toolcat sql` through Accept: the reply type).
+        self.user_sql: Callable[[str], Any] | None = None
         self.batch_event: asyncio.Event | None = None
         # Called by the follower with (position, the subjects whose set changed, None: any may have) after
         # a pass commits and before its position is announced.

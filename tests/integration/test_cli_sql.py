@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import resource
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,36 @@ def test_the_timeout_comes_from_the_settings(story: int, cli: Any, monkeypatch: 
     error = failed(cli("sql", "SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"), 3, "sql_timeout")
     assert error["details"] == {"timeout_seconds": 0.3}
     assert ok(cli("sql", "SELECT count(*) AS n FROM events")) == [{"n": story}]
+
+
+# A hang guard, not a timing assertion: in the caller's process this query ran about two minutes (DuckDB
+# reaches its interrupt check only when the call ends); a worker is killed a second after the timeout.
+@pytest.mark.timeout(60)
+def test_a_query_deaf_to_interrupts_is_stopped_at_the_timeout(story: int, cli: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a statement timeout of half a second, and one scalar call that runs for minutes without ever
+    # reaching DuckDB's interrupt check (an edit distance of two strings of 300,000 characters)
+    monkeypatch.setenv("TOOLCAT_SQL_TIMEOUT_SECONDS", "0.5")
+    query = "SELECT levenshtein(repeat('a', 300000), repeat('b', 300000)) AS d"
+    # When an analyst runs it, then it ends as sql_timeout (its worker process is killed)
+    error = failed(cli("sql", query), 3, "sql_timeout")
+    assert error["details"] == {"timeout_seconds": 0.5}
+    # and the next query is answered as usual
+    assert ok(cli("sql", "SELECT count(*) AS n FROM events")) == [{"n": story}]
+
+
+def test_a_query_that_builds_a_huge_value_is_refused_without_growing_the_caller(
+        story: int, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given user SQL capped at 2 GiB of address space, and a query whose one value is a list of 200 million
+    # integers (1.6 GB): DuckDB's memory_limit does not see it, and it ran 253 s to 14.5 GB in the server
+    monkeypatch.setenv("TOOLCAT_SQL_MEMORY_BYTES", str(2**31))
+    monkeypatch.setenv("TOOLCAT_SQL_TIMEOUT_SECONDS", "5")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # When it runs, then it is refused for its memory
+    error = failed(cli("sql", "SELECT len(range(200000000)) AS n"), 3, "sql_refused")
+    assert "more memory than a query may take" in error["message"]
+    # and the process that asked (here the test's own) never held the list
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 < before + 512 * 2**20
 
 
 def test_the_row_limit_comes_from_the_settings_and_is_told(story: int, cli: Any, home: Path,
