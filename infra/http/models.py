@@ -146,6 +146,7 @@ class Readiness(Document):
     ready: bool
     position: int
     store_head: int
+    lag: int  # stored events not applied yet (store_head - position, never below 0)
 
 
 class Problem(Document):

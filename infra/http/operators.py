@@ -50,8 +50,11 @@ async def ready(request: Request) -> Response:
 def _ready(request: Request) -> Response:
     state = server_of(request)
     head = state.store_head()
-    caught_up = state.position >= head and state.failure is None
-    return json_response({"ready": caught_up, "position": state.position, "store_head": head},
+    position = state.position
+    caught_up = position >= head and state.failure is None
+    # lag: the stored events not applied yet, so a probe or an operator sees how far catch-up has to go.
+    return json_response({"ready": caught_up, "position": position, "store_head": head,
+                          "lag": max(head - position, 0)},
                          status=200 if caught_up else 503, headers=None if caught_up else {"Retry-After": "1"})
 
 
