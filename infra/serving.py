@@ -1,5 +1,5 @@
 """What the command line asks of the HTTP server (infra/http/), in one place: start it (`toolcat serve`),
-make a token for it (`toolcat token create`), read or request the snapshot it publishes (`export`).
+make, list and revoke its tokens (`toolcat token …`), read or request the snapshot it publishes (`export`).
 infra/cli and infra/http never import each other; the command line comes through here, and the server
 answers reads with the command line's `answer_read` handed over as it starts. Each import is made when
 asked for: the HTTP stack loads only for the commands that use it."""
@@ -23,14 +23,21 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     return run_server(settings, host, port, source, say, answer_read)
 
 
-def parse_scopes(text: str) -> list[str]:
-    from infra.http.auth import parse_scopes as parse
-    return parse(text)
+def create_token(home: Path, name: str, scope: str, subject: str | None, expires_in: str | None) -> dict[str, Any]:
+    """`toolcat token create`: the new token (shown once) and what is recorded of it."""
+    from infra.http import auth
+    duration = None if expires_in is None else auth.parse_duration(expires_in)
+    return auth.create_token(home, name, auth.parse_scopes(scope), subject, duration)
 
 
-def create_token(home: Path, name: str, scopes: list[str]) -> str:
-    from infra.http.auth import create_token as create
-    return create(home, name, scopes)
+def list_tokens(home: Path) -> list[dict[str, Any]]:
+    from infra.http.auth import list_tokens as listed
+    return listed(home)
+
+
+def revoke_token(home: Path, name: str) -> dict[str, Any]:
+    from infra.http.auth import revoke_token as revoke
+    return revoke(home, name)
 
 
 def fresh_snapshot(settings: Settings, head: int) -> duckdb.DuckDBPyConnection | None:

@@ -27,7 +27,7 @@ class Served:
 
     def client(self, token: str | None = None, **options: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **options)
+        return httpx.Client(base_url=self.url, headers=headers, **{"timeout": 60, **options})
 
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM, then the exit code (a hang fails the test)."""
@@ -70,7 +70,7 @@ def serving(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterat
 
 def tokens(home: Path, **scopes: str) -> dict[str, str]:
     """Tokens by name, e.g. tokens(home, admin="read,write,audit")."""
-    return {name: create_token(home, name, scope.split(",")) for name, scope in scopes.items()}
+    return {name: create_token(home, name, scope.split(","))["token"] for name, scope in scopes.items()}
 
 
 @contextlib.contextmanager

@@ -1,9 +1,11 @@
-"""`toolcat serve` (the read model over HTTP, infra/http/) and `toolcat token create` (who may use it)."""
+"""`toolcat serve` (the read model over HTTP, infra/http/) and `toolcat token create|list|revoke` (who may
+use it)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from infra.cli.output import Reply, notices
+from infra.reply import Table
 from infra.cli.registry import Commands
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
@@ -20,8 +22,17 @@ def register(commands: Commands) -> None:
     p = commands.add("token create", cmd_token_create, "make a token (printed once; the home keeps its digest)",
                      "pipeline")
     p.add_argument("name", metavar="NAME", help="who uses it; over HTTP, the actor of its writes")
-    p.add_argument("--scope", required=True, metavar="read[,write][,audit]",
-                   help="what the token may do, separated by commas: read, write, audit")
+    p.add_argument("--scope", required=True, metavar="read[,write][,audit][,call]",
+                   help="what the token may do, separated by commas: read, write, audit, or call (with --subject)")
+    p.add_argument("--subject", metavar="agent:A|unit:U",
+                   help="the subject a call token acts as over MCP (it then holds the call scope only)")
+    p.add_argument("--expires-in", metavar="DURATION",
+                   help="refused after this long, e.g. 30m, 12h, 7d (default: never)")
+    p = commands.add("token list", cmd_token_list, "the home's tokens: scopes, subject, created, expires, last used "
+                     "(never the token)", "pipeline")
+    p = commands.add("token revoke", cmd_token_revoke, "forget a token: refused at once, its open streams end",
+                     "pipeline")
+    p.add_argument("name", metavar="NAME", help="the token's name")
 
 
 def cmd_serve(ctx: Context) -> Reply:
@@ -36,9 +47,31 @@ def cmd_serve(ctx: Context) -> Reply:
 
 
 def cmd_token_create(ctx: Context) -> Reply:
-    from infra.serving import create_token, parse_scopes
-    scopes = parse_scopes(ctx.args.scope)
-    token = create_token(ctx.settings.home, ctx.args.name, scopes)
-    document = {"name": ctx.args.name, "token": token, "scopes": scopes}
-    return Reply(document, [f"token for {ctx.args.name} ({', '.join(scopes)}); it is shown only this once:",
-                            token])
+    from infra.serving import create_token
+    a = ctx.args
+    made = create_token(ctx.settings.home, a.name, a.scope, a.subject, a.expires_in)
+    token = made.pop("token")
+    # v1.1's document ({name, token, scopes}) with v1.2's fields added.
+    document = {"name": made["name"], "token": token, **{k: v for k, v in made.items() if k != "name"}}
+    bound = f" as {made['subject']}" if made["subject"] else ""
+    until = f", until {made['expires']}" if made["expires"] else ""
+    return Reply(document, [f"token for {a.name}{bound} ({', '.join(made['scopes'])}{until}); "
+                            "it is shown only this once:", token])
+
+
+def cmd_token_list(ctx: Context) -> Reply:
+    from infra.serving import list_tokens
+    listed = list_tokens(ctx.settings.home)
+    if not listed:
+        return Reply(listed, ["no tokens: anonymous reads from loopback only "
+                              "('toolcat token create NAME --scope read' makes one)"])
+    columns = ["name", "scopes", "subject", "created", "expires", "last_used"]
+    rows = [[t["name"], ",".join(t["scopes"]), t["subject"] or "", t["created"], t["expires"] or "never",
+             t["last_used"] or "never"] for t in listed]
+    return Reply(listed, [Table(None, columns, rows)])
+
+
+def cmd_token_revoke(ctx: Context) -> Reply:
+    from infra.serving import revoke_token
+    revoked = revoke_token(ctx.settings.home, ctx.args.name)
+    return Reply(revoked, [f"revoked the token of {revoked['name']}: a running server refuses it from now on"])

@@ -75,7 +75,8 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
     publisher = SnapshotPublisher(state)
     state.mcp_drift = DriftWatch(state)
-    app = create_app(state, TokenBook(settings.home, address.token), publisher, answer_read)
+    book = TokenBook(settings.home, address.token)
+    app = create_app(state, book, publisher, answer_read)
     # http="httptools": parse HTTP in C (uvicorn's default picks it only when installed; it is a dependency,
     # so a missing one fails loudly instead of silently serving at h11's pace).
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
@@ -93,6 +94,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         server.run(sockets=[sock])
     finally:
         forget_address(settings.home, address.pid)
+        book.write_used()  # the uses of the last minute
         publisher.stop()
         state.mcp_drift.stop()  # before the writer stops: a check may be waiting for it
         state.stop()

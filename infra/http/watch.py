@@ -4,6 +4,8 @@ position each change is as of.
 A new stream starts with the whole set (every tool "added"). A client reconnecting with `Last-Event-ID: P`
 gets the difference between the set as of P and the current one as one event, then the changes as
 batches apply: nothing missed, nothing twice.
+
+A stream ends within a second once its token is revoked, replaced or expired (infra/http/auth.py).
 """
 from __future__ import annotations
 
@@ -22,11 +24,12 @@ from domain.errors import UnknownSubject, UsageError
 from infra.reading import current_document
 from infra.freshness import Freshness
 from infra.http.answers import run_command, server_of
-from infra.http.auth import require
+from infra.http.auth import Principal, TokenBook, require
 
 router = APIRouter(tags=["reads"])
-# How often a waiting stream looks again even if no batch was announced.
-_RECHECK_SECONDS = 5.0
+# How often a waiting stream looks again even if no batch was announced: at least once a second, so that
+# a revoked or expired token's stream ends within a second (a stat of the token file; no read).
+_RECHECK_SECONDS = 1.0
 
 
 def _set_at(request: Request, subject: str, position: int | None, caught_up: bool = False
@@ -59,8 +62,9 @@ def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> Server
                              "description": "events `changes`: {subject, position, changes: [{change, tool_id, "
                                             "row | fields}]}; id = position"}})
 async def watch(request: Request, subject: str, last_event_id: str | None = Header(None),
-                _: Any = Depends(require("read"))) -> EventSourceResponse:
+                principal: Principal = Depends(require("read"))) -> EventSourceResponse:
     state, sets = server_of(request), request.app.state.current_sets
+    book: TokenBook = request.app.state.tokens
     if last_event_id is not None and not last_event_id.isdigit():
         raise UsageError("Last-Event-ID must be a position this stream sent", last_event_id=last_event_id)
     resumed = int(last_event_id) if last_event_id is not None else None
@@ -78,7 +82,7 @@ async def watch(request: Request, subject: str, last_event_id: str | None = Head
             waiter = state.batch_waiter()
             if state.position == at:
                 await _wait(waiter)
-            if await request.is_disconnected():
+            if await request.is_disconnected() or not book.still_valid(principal):
                 return
             applied = state.position
             if applied != at and sets.unchanged_since(subject, at):
