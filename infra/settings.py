@@ -72,6 +72,13 @@ class Settings(BaseSettings):
     mcp_max_tools: int = Field(20_000, gt=0)
     # `toolcat serve` compares each server's inventory with the catalog this often; 0: never.
     mcp_sync_seconds: float = Field(0.0, ge=0)
+    # The MCP gateway (infra/mcp/gateway/): tools/list pages of at most this many tools; the decision log
+    # keeps each call's arguments and result only when asked (never secrets: those never reach a call);
+    # a call's upstream answer bigger than this many bytes is refused, not passed on.
+    gateway_page_size: int = Field(500, gt=0)
+    gateway_record_arguments: bool = False
+    gateway_max_answer_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    kafka_decisions_topic: str = "toolcat.decisions"
     # The effective sets' Python fast paths that are on (projections/effective/maintenance.FastPaths), as
     # JSON: `[]` refreshes every batch with the rule's SQL alone (the same sets, more slowly).
     effective_fast_paths: list[Literal["grants", "ways", "kept"]] = ["grants", "ways", "kept"]

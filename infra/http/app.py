@@ -19,6 +19,7 @@ from infra.http.answers import AnswerRead
 from infra.http.auth import TokenBook, require
 from infra.http.current_sets import CurrentSets
 from infra.http.limits import SizeLimits
+from infra.http.mcp_endpoint import McpEndpoint
 from infra.http.metrics import RequestTimer
 from infra.http.problems import NotFound, problem
 from infra.http.snapshots import SnapshotPublisher
@@ -38,18 +39,22 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.loop = asyncio.get_running_loop()
-        yield
+        async with app.state.mcp.running():  # the MCP gateway at /mcp: its sessions, upstreams, decision log
+            yield
 
     app = FastAPI(title="toolcat", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.server, app.state.tokens, app.state.snapshots = state, tokens, publisher
     app.state.answer_read = answer_read
     app.state.current_sets = CurrentSets(state)
+    app.state.mcp = McpEndpoint(state, tokens)
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,
                    web_router(state.new_cursor, Depends(require("read")),
                               mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None)):
         app.include_router(router)
+    # MCP streamable HTTP (issue 34): a raw ASGI app; its auth answers are its own (mcp_endpoint.py).
+    app.add_route("/mcp", app.state.mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     app.add_exception_handler(ToolcatError, _toolcat_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(HTTPException, _http_error)

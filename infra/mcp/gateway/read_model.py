@@ -113,16 +113,19 @@ class ReadModelSets:
         self._stamp: tuple[Any, ...] | None = None
         self._looked_at = -1  # the announced position the directory's stamp was last compared at
         self._listeners: list[Changed] = []
+        self._changed_at: dict[str, int] = {}  # subject → the latest position a batch changed its set at
+        self._floor = 0  # nothing read before this position is kept (every set may have changed)
 
     # -- fed by the follower ---------------------------------------------------------------------------
     def changed(self, position: int, subjects: list[str] | None) -> None:
         with self._lock:
             if subjects is None:
-                self._sets, self._scopes = {}, {}
+                self._sets, self._scopes, self._changed_at, self._floor = {}, {}, {}, position
             else:
                 for subject in subjects:
                     self._sets.pop(subject, None)
                     self._scopes.pop(subject, None)
+                    self._changed_at[subject] = position
             listeners = list(self._listeners)
         for listener in listeners:
             listener(position, subjects)
@@ -144,16 +147,21 @@ class ReadModelSets:
         with self._read() as con:
             found = read_subject_set(con, subject)
         with self._lock:
-            # Kept only when no batch changed the subject meanwhile (`changed` would have dropped it after).
-            self._sets.setdefault(subject, found)
+            # Kept only when read at or after the last batch that changed it (a batch applied while this read
+            # ran has already dropped what was kept, and must not find this older set kept after it).
+            if found.position >= max(self._floor, self._changed_at.get(subject, -1)):
+                self._sets[subject] = found
         return found
 
     def scopes(self, subject: str) -> set[str]:
         found = self._scopes.get(subject)
         if found is None:
             with self._read() as con:
+                position = self._position()
                 found = read_scopes(con, subject)
-            self._scopes[subject] = found
+            with self._lock:
+                if position >= max(self._floor, self._changed_at.get(subject, -1)):
+                    self._scopes[subject] = found
         return found
 
     def directory(self) -> Directory:

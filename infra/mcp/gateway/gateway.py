@@ -1,0 +1,308 @@
+"""The MCP gateway's server: tools/list and tools/call for the subject of the session's token, decided
+from memory (a `SetSource`), forwarded through pooled upstream sessions, every call decision recorded.
+
+The transport (streamable HTTP in `toolcat serve`: infra/http/mcp_endpoint.py) authenticates each request
+and tells the gateway who asks (`Caller`, from the token, never from the request's content); the gateway
+keeps each open session's handle so that a change of its subject's set reaches it as
+`notifications/tools/list_changed`, and a revoked token's sessions are ended (`Caller.end`)."""
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.shared.exceptions import MCPError
+import mcp_types as types
+
+from domain.errors import ToolcatError
+from infra.mcp.gateway.decisions import DecisionLog, decision
+from infra.mcp.gateway.source import Descriptor, Resolution, SetSource, listed, resolve, route
+from infra.mcp.gateway.upstream import UpstreamPool, answer_size
+from infra.settings import Settings
+
+log = logging.getLogger("toolcat.gateway")
+
+# JSON-RPC error codes of the gateway's refusals (docs/mcp.md): a policy refusal, and an upstream failure.
+REFUSED = -32003
+UPSTREAM_FAILED = -32004
+# How often open sessions' tokens are looked at again (a revoked token's sessions end within a second).
+TOKEN_CHECK_SECONDS = 0.25
+
+
+@dataclass(eq=False)
+class Caller:
+    """Who a session acts for: the token's name and subject. `still_valid()` asks the token book;
+    `end()` ends the session (the transport's way)."""
+
+    subject: str
+    token: str
+    session_id: str | None = None
+    still_valid: Callable[[], bool] = lambda: True
+    end: Callable[[], Awaitable[None]] | None = None
+    session: Any = None  # mcp.server.session.ServerSession, once a request showed it
+    called: list[Descriptor] = field(default_factory=list)  # the tools called so far (route rules' "after")
+    ended: bool = False
+
+
+class Gateway:
+    def __init__(self, source: SetSource, settings: Settings, decisions: DecisionLog,
+                 caller_of: Callable[[Any], Caller]) -> None:
+        self.source, self.settings, self.decisions = source, settings, decisions
+        self._caller_of = caller_of
+        self._callers: dict[str, Caller] = {}  # session key → caller (the sessions open now)
+        self._sessions: weakref.WeakKeyDictionary[Any, Caller] = weakref.WeakKeyDictionary()
+        self._loop_token: Any = None
+        self.pool: UpstreamPool | None = None
+        self.server: Server[Any] = Server("toolcat", version="1", instructions=(
+            "The tools of your subject's effective set in the toolcat catalog; each call is decided and recorded."),
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        self.server.middleware.append(self._attach)
+
+    def initialization_options(self) -> Any:
+        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+
+    # -- lifetime ----------------------------------------------------------------------------------------
+    async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Until cancelled: hold the upstream pool, pass set changes to the sessions, end revoked ones."""
+        async with anyio.create_task_group() as group:
+            self.pool = UpstreamPool(self.settings, group)
+            self._loop_token = anyio.lowlevel.current_token()
+            send, receive = anyio.create_memory_object_stream[tuple[int, list[str] | None]](10_000)
+            unsubscribe = self.source.subscribe(lambda position, subjects: self._from_thread(send, position, subjects))
+            try:
+                group.start_soon(self._tell_changes, receive)
+                group.start_soon(self._check_tokens)
+                task_status.started()
+                await anyio.sleep_forever()
+            finally:
+                unsubscribe()
+                self.pool.close()
+                group.cancel_scope.cancel()
+
+    def _from_thread(self, send: Any, position: int, subjects: list[str] | None) -> None:
+        """(The source's thread) hand the change to the event loop; never blocks the follower."""
+        try:
+            anyio.from_thread.run_sync(send.send_nowait, (position, subjects), token=self._loop_token)
+        except (anyio.WouldBlock, RuntimeError):  # full (the next change tells all) or the loop is gone
+            pass
+
+    async def _tell_changes(self, receive: Any) -> None:
+        async with receive:
+            async for _position, subjects in receive:
+                for caller in list(self._callers.values()):
+                    if caller.session is not None and (subjects is None or caller.subject in subjects):
+                        with anyio.move_on_after(5):
+                            try:
+                                await caller.session.send_tool_list_changed()
+                            except Exception as error:  # noqa: BLE001 - a session going away: not ours to fail
+                                log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
+
+    async def _check_tokens(self) -> None:
+        while True:
+            await anyio.sleep(TOKEN_CHECK_SECONDS)
+            for key, caller in list(self._callers.items()):
+                if not caller.still_valid():
+                    await self.end(key)
+
+    async def end(self, key: str) -> None:
+        caller = self._callers.pop(key, None)
+        if caller is not None and not caller.ended:
+            caller.ended = True
+            if caller.end is not None:
+                await caller.end()
+
+    def opened(self, key: str, caller: Caller) -> None:
+        """The transport opened a session for `caller` (key: its session id)."""
+        self._callers[key] = caller
+
+    def closed(self, key: str) -> None:
+        self._callers.pop(key, None)
+
+    @property
+    def open_sessions(self) -> int:
+        return len(self._callers)
+
+    # -- requests ----------------------------------------------------------------------------------------
+    async def _attach(self, ctx: Any, call_next: Any) -> Any:
+        """(Middleware of every request) remember the session's handle beside its caller."""
+        caller = self._caller(ctx)
+        if caller is not None and caller.session is None:
+            caller.session = ctx.session
+        return await call_next(ctx)
+
+    def _caller(self, ctx: Any) -> Caller | None:
+        found = self._sessions.get(ctx.session)
+        if found is not None:
+            return found
+        caller = self._caller_of(ctx)
+        if caller is not None:
+            key = caller.session_id
+            known = self._callers.get(key) if key is not None else None
+            caller = known or caller
+            if key is not None and known is not None:
+                self._sessions[ctx.session] = caller
+        return caller
+
+    def _need_caller(self, ctx: Any) -> Caller:
+        caller = self._caller(ctx)
+        if caller is None or caller.ended or not caller.still_valid():
+            raise MCPError(REFUSED, "the session's token is no longer valid", {"reason": "token_revoked"})
+        return caller
+
+    async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        caller = self._need_caller(ctx)
+        try:
+            subject_set = self.source.subject_set(caller.subject)
+            tools = listed(self.source.directory(), subject_set)
+        except ToolcatError as error:
+            raise MCPError(REFUSED, error.message, {"reason": error.code}) from None
+        start = _offset(params.cursor if params is not None else None)
+        page = tools[start:start + self.settings.gateway_page_size]
+        following = start + len(page)
+        return types.ListToolsResult(tools=[_listed(tool) for tool in page],
+                                     next_cursor=_cursor(following) if following < len(tools) else None,
+                                     meta={"toolcat/position": subject_set.position})
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        started = time.perf_counter()
+        caller = self._need_caller(ctx)
+        asked = params.name
+        record = {"subject": caller.subject, "token": caller.token, "session_id": caller.session_id, "asked": asked}
+        if self.settings.gateway_record_arguments:
+            record["arguments"] = params.arguments
+        try:
+            subject_set = self.source.subject_set(caller.subject)
+            directory = self.source.directory()
+            scopes = self.source.scopes(caller.subject)
+        except ToolcatError as error:
+            self._decided(record, started, allowed=False, reason=error.code, set_position=0)
+            raise MCPError(REFUSED, error.message, {"reason": error.code}) from None
+        resolution = resolve(directory, subject_set, asked)
+        record.update(canonical_id=resolution.canonical_id, set_position=resolution.position,
+                      server=resolution.tool.backing_server if resolution.tool else None)
+        if not resolution.forwarded:
+            self._decided(record, started, allowed=False, reason=resolution.reason,
+                          evidence=_alias_evidence(resolution))
+            raise MCPError(REFUSED, _refusal(resolution), _error_data(resolution))
+        tool = resolution.tool
+        assert tool is not None and tool.backing_server is not None and tool.upstream_name is not None
+        decided = route(directory, scopes, tool, caller.called)
+        evidence = {**decided, **_alias_evidence(resolution)}
+        if decided["decision"] == "deny":
+            self._decided(record, started, allowed=False, reason=decided["reason_code"],
+                          matched_rule=decided["matched_route_rule_id"], evidence=evidence)
+            raise MCPError(REFUSED, f"'{asked}' is denied by route rule '{decided['matched_route_rule_id']}'",
+                           {**_error_data(resolution), "reason": decided["reason_code"], "route": decided})
+        caller.called.append(tool)
+        server = tool.backing_server
+        try:
+            result = await self._forward(ctx, server, directory.servers[server], tool.upstream_name,
+                                         params.arguments)
+        except (ToolcatError, MCPError) as error:
+            said = error.message
+            self._decided(record, started, allowed=True, reason="upstream_failed", evidence=evidence,
+                          upstream_error=said)
+            raise MCPError(UPSTREAM_FAILED, said, {**_error_data(resolution), "reason": "upstream_failed",
+                                                   "server": server}) from None
+        meta = dict(result.meta or {})
+        meta["toolcat"] = {"canonical_id": tool.tool_id, "asked": asked, "position": resolution.position,
+                           **({"sunset": resolution.sunset} if resolution.outcome == "deprecated" else {}),
+                           **({"deprecated": True} if resolution.outcome == "deprecated" else {})}
+        answered = result.model_copy(update={"meta": meta})
+        self._decided(record, started, allowed=True, reason=resolution.reason, evidence=evidence,
+                      result=answered.model_dump(mode="json", by_alias=True, exclude_none=True)
+                      if self.settings.gateway_record_arguments else None)
+        return answered
+
+    async def _forward(self, ctx: Any, server: str, connection: Any, name: str,
+                       arguments: dict[str, Any] | None) -> types.CallToolResult:
+        assert self.pool is not None
+        opened = await self.pool.session(server, connection)
+        token = _progress_token(ctx)
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            if token is not None:
+                await ctx.session.send_progress_notification(token, value, total, message,
+                                                             related_request_id=str(ctx.request_id))
+        try:
+            result = await opened.call(f"tools/call {name}", opened.session.call_tool(
+                name, arguments, progress_callback=progress if token is not None else None))
+        except MCPError as error:  # the server answered with an error: its own words, naming it
+            raise MCPError(UPSTREAM_FAILED, f"MCP server '{server}' refused tools/call {name}: {error.message}",
+                           None) from None
+        except ToolcatError:
+            self.pool.broke(server, opened)
+            raise
+        size = answer_size(result)
+        if size > self.settings.gateway_max_answer_bytes:
+            raise MCPError(UPSTREAM_FAILED, f"MCP server '{server}' answered tools/call {name} with {size} bytes, "
+                                            f"more than {self.settings.gateway_max_answer_bytes} "
+                                            "(TOOLCAT_GATEWAY_MAX_ANSWER_BYTES)", None)
+        return result
+
+    def _decided(self, record: dict[str, Any], started: float, **fields: Any) -> None:
+        self.decisions.record(decision(**record, **fields, latency_ms=(time.perf_counter() - started) * 1000))
+
+
+def _listed(tool: Descriptor) -> types.Tool:
+    annotations = tool.annotations()
+    return types.Tool(name=tool.tool_id, description=tool.description,
+                      input_schema=dict(tool.input_schema) if tool.input_schema else {"type": "object"},
+                      annotations=types.ToolAnnotations(
+                          read_only_hint=annotations.get("readOnlyHint"),
+                          destructive_hint=annotations.get("destructiveHint")) if annotations else None)
+
+
+def _refusal(resolution: Resolution) -> str:
+    asked, canonical = resolution.asked, resolution.canonical_id
+    if resolution.outcome == "retired":
+        return f"'{asked}' was retired; use '{canonical}' instead"
+    if resolution.outcome == "not_served":
+        return f"'{canonical}' is not served by this gateway (no MCP server backs it)"
+    if resolution.outcome == "disabled":
+        return f"'{canonical}' is in your set but not enabled ({resolution.exposure})"
+    if resolution.outcome == "unknown":
+        return f"'{asked}' is not a tool of your set"
+    return f"'{asked}' is not a tool of your set" + (f" ('{canonical}')" if canonical and canonical != asked else "")
+
+
+def _error_data(resolution: Resolution) -> dict[str, Any]:
+    data: dict[str, Any] = {"reason": resolution.reason, "asked": resolution.asked,
+                            "canonical_id": resolution.canonical_id, "position": resolution.position}
+    if resolution.exposure is not None:
+        data["exposure"] = resolution.exposure
+    return data
+
+
+def _alias_evidence(resolution: Resolution) -> dict[str, Any]:
+    if resolution.outcome in ("alias", "deprecated", "retired"):
+        return {"alias": resolution.asked, "alias_outcome": resolution.outcome, "sunset": resolution.sunset}
+    return {}
+
+
+def _progress_token(ctx: Any) -> str | int | None:
+    meta = ctx.meta or {}
+    return meta.get("progress_token", meta.get("progressToken"))
+
+
+def _cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        kind, _, number = text.partition(":")
+        if kind == "o" and number.isdigit():
+            return int(number)
+    except (ValueError, UnicodeError):
+        pass
+    raise MCPError(types.INVALID_PARAMS, "tools/list: the cursor is not one this gateway gave", None)
