@@ -18,6 +18,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=8750, help="port to listen on (0: any free port, see serve.json)")
     p.add_argument("--from", dest="source", choices=("store", "kafka"), default="store",
                    help="follow the event store (default) or Kafka toolcat.events")
+    # The MCP gateway alone (issue 34); `--stdio` is the other way to run it.
+    p = commands.add("gateway", cmd_gateway, "run the MCP gateway alone: --from kafka serves streamable HTTP, "
+                     "fed by the effective-tools changelog and the events topic (no read model)", "pipeline")
+    p.add_argument("--from", dest="source", choices=("kafka",), help="feed it from Kafka (TOOLCAT_KAFKA_BOOTSTRAP)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8751, help="port to listen on (default 8751; 0: any free port)")
     commands.group("token", "bearer tokens for the HTTP server")
     p = commands.add("token create", cmd_token_create, "make a token (printed once; the home keeps its digest)",
                      "pipeline")
@@ -44,6 +50,16 @@ def cmd_serve(ctx: Context) -> Reply:
         mark_replica(ctx.settings)
     document = serve(ctx.settings, a.host, a.port, a.source, notices(ctx.as_json), answer_read)
     return Reply(document, [f"stopped serving {document['url']} at position {document['position']}"])
+
+
+def cmd_gateway(ctx: Context) -> Reply:
+    from domain.errors import UsageError
+    from infra.serving import serve_gateway_from_kafka
+    a = ctx.args
+    if a.source != "kafka":
+        raise UsageError("toolcat gateway needs --from kafka (the MCP endpoint fed by Kafka)")
+    document = serve_gateway_from_kafka(ctx.settings, a.host, a.port, notices(ctx.as_json))
+    return Reply(document, [f"stopped the gateway at {document['url']} at position {document['position']}"])
 
 
 def cmd_token_create(ctx: Context) -> Reply:

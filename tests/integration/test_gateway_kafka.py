@@ -4,17 +4,22 @@ events topic; both are read from their beginning, so every replica holds the sam
 from __future__ import annotations
 
 import queue
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from infra import kafka_clients
-from infra.dev.bench_gateway import echo_upstream
+from infra.dev.bench_gateway import Endpoint, echo_upstream, listed as listed_over_mcp, mcp_client
 from infra.mcp.gateway.kafka_sets import DirectoryFold, KafkaFeed, KafkaSets
 from infra.mcp.gateway.source import listed, resolve
 from infra.settings import Settings
-from tests.integration.kafka_support import toolcat
+from tests.integration.kafka_support import popen_toolcat, stop_process, toolcat, wait_for
 from tests.support import ok
 
 BOT, OTHER = "agent:bot", "agent:other"
@@ -103,6 +108,68 @@ def test_two_replicas_read_from_the_beginning_hold_the_same_answers(kafka_settin
     finally:
         a.stop()
         b.stop()
+
+
+def test_an_agent_lists_and_calls_through_gateway_from_kafka_and_a_revoke_reaches_it(
+        kafka_settings: Settings, upstream: str, tmp_path: Path) -> None:
+    # given a catalog on Kafka, and `toolcat gateway --from kafka` in a home of its own holding nothing but
+    # a token bound to agent:bot
+    given_a_catalog_with_an_echo_server(kafka_settings, upstream)
+    gateway_home = tmp_path / "gateway-home"
+    token = ok(toolcat("token", "create", "bot", "--subject", BOT, "--scope", "call", home=gateway_home,
+                       settings=kafka_settings))["token"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stderr = tmp_path / "gateway.stderr"
+    gateway = popen_toolcat("gateway", "--from", "kafka", "--port", str(port), home=gateway_home,
+                            settings=kafka_settings, stderr_path=stderr)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _healthy(base), 120, lambda: f"the gateway to answer; stderr: {stderr.read_text()[-2000:]}")
+        seen = anyio.run(_agent_story, Endpoint(f"{base}/mcp", "mcp.echo.echo",
+                                                {"Authorization": f"Bearer {token}"}), kafka_settings)
+    finally:
+        stop_process(gateway)
+    # then the agent saw exactly its set, its call answered by the upstream
+    assert seen["listed"] == ["mcp.echo.echo"]
+    assert seen["answer"] == "hello" and seen["meta"]["canonical_id"] == "mcp.echo.echo"
+    # and after the revoke: list_changed, an empty list, and the call refused naming the reason
+    assert seen["after"] == [] and seen["refused"]["reason"] == "not_in_set"
+    # and a request without a token is refused with a challenge
+    assert seen["anonymous"] == (401, True)
+    # and the gateway kept no read model and no store: its home holds the token file alone
+    assert not list(gateway_home.glob("*.duckdb")) and not list(gateway_home.glob("*.sqlite")), \
+        sorted(p.name for p in gateway_home.iterdir())
+
+
+async def _agent_story(endpoint: Endpoint, settings: Settings) -> dict[str, Any]:
+    changed = anyio.Event()
+    seen: dict[str, Any] = {}
+    async with mcp_client(endpoint, on_list_changed=changed.set) as session:
+        seen["listed"] = [t.name for t in await listed_over_mcp(session)]
+        answer = await session.call_tool("mcp.echo.echo", {"text": "hello"})
+        seen["answer"], seen["meta"] = answer.content[0].text, (answer.meta or {}).get("toolcat", {})
+        # when the operator revokes the grant and the pipeline publishes it
+        ok(toolcat("grant", "revoke", BOT, "mcp.echo.echo", home=settings.home, settings=settings))
+        publish(settings)
+        with anyio.fail_after(60):
+            await changed.wait()
+        seen["after"] = [t.name for t in await listed_over_mcp(session)]
+        with pytest.raises(MCPError) as refused:
+            await session.call_tool("mcp.echo.echo", {"text": "again"})
+        seen["refused"] = refused.value.error.data
+    async with httpx.AsyncClient() as plain:
+        answer = await plain.post(endpoint.url, json={})
+        seen["anonymous"] = (answer.status_code, answer.headers.get("www-authenticate", "").startswith("Bearer"))
+    return seen
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/v1/health", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def _until_told(heard: queue.Queue[tuple[int, Any]], subject: str) -> int:
