@@ -23,6 +23,12 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     return run_server(settings, host, port, source, say, answer_read)
 
 
+def serve_gateway_from_kafka(settings: Settings, host: str, port: int, say: Callable[[str], None]) -> dict[str, Any]:
+    """`toolcat gateway --from kafka`: the MCP endpoint alone, fed by Kafka."""
+    from infra.http.kafka_gateway import serve_gateway
+    return serve_gateway(settings, host, port, say)
+
+
 def create_token(home: Path, name: str, scope: str, subject: str | None, expires_in: str | None) -> dict[str, Any]:
     """`toolcat token create`: the new token (shown once) and what is recorded of it."""
     from infra.http import auth

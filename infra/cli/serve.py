@@ -75,7 +75,7 @@ def cmd_gateway(ctx: Context) -> Reply:
             raise UsageError("toolcat gateway --stdio needs --token-file F (a call token bound to a subject)")
         gateway_stdio(ctx.settings, a.token_file)
         return Reply({}, [])  # stdout was the MCP stream: nothing more is written to it
-    from infra.serving import serve_gateway_from_kafka  # type: ignore[attr-defined]  # gwkafka's branch
+    from infra.serving import serve_gateway_from_kafka
     document = serve_gateway_from_kafka(ctx.settings, a.host, a.port, notices(ctx.as_json))
     return Reply(document, [f"stopped the gateway at {document['url']} at position {document['position']}"])
 

@@ -29,7 +29,7 @@ from projections.queries import current_effective
 from projections.rows import insert_columns, select_rows
 
 FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "latency", "read_latency", "replay",
-           "serve", "cli")
+           "serve", "cli", "gateway")
 
 
 class Bench:
@@ -150,6 +150,11 @@ class Bench:
         from infra.dev.bench_cli import cli_figures
         self.results["cli"] = cli_figures(self.root, self.settings)
 
+    def gateway(self) -> None:
+        from infra.dev.bench_gateway import GatewayFigures
+        self.results["gateway"] = GatewayFigures(self.root, self.say,
+                                                 kafka_bootstrap=self.settings.kafka_bootstrap).run()
+
     def replay(self) -> None:
         self.bulk_store()
         if "projection" not in self.results:
@@ -205,7 +210,8 @@ def _figure(bench: Bench, name: str) -> Callable[[], None]:
     kafka = bench.kafka
     return {"append": bench.append, "projection": bench.projection, "baselines": bench.baselines,
             "relay": kafka.relay, "kafka_projection": kafka.kafka_projection, "latency": kafka.latency,
-            "read_latency": bench.read_latency, "replay": bench.replay, "serve": bench.serve, "cli": bench.cli}[name]
+            "read_latency": bench.read_latency, "replay": bench.replay, "serve": bench.serve, "cli": bench.cli,
+            "gateway": bench.gateway}[name]
 
 
 def run_bench(events: int, only: str | None, settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ class McpEndpoint:
         self.sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
         state.on_changes.append(self.sets.changed)
         self.decisions = DecisionLog(state.writer_cursor, kafka_publisher(state.settings))
+        state.side_writes = lambda: self.decisions.written  # snapshots (user SQL) hold the decisions too
         self.gateway = Gateway(self.sets, state.settings, self.decisions, self._caller_of)
         self.manager = StreamableHTTPSessionManager(app=self.gateway.server, session_idle_timeout=30 * 60)
 

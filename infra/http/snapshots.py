@@ -29,6 +29,7 @@ class SnapshotPublisher:
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.position: int | None = None  # what the published snapshot holds; None before the first
+        self.side_writes = 0  # the server's side writes it holds (ServerState.side_writes)
         self._one_at_a_time = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -59,10 +60,11 @@ class SnapshotPublisher:
     def publish(self) -> int:
         """Publish unless the snapshot already holds what the read model holds; its position."""
         with self._one_at_a_time:
-            if self.position is None or self.position < self.state.position:
+            side_writes = self.state.side_writes()
+            if self.position is None or self.position < self.state.position or self.side_writes < side_writes:
                 position = publish_snapshot(self.state.con, self.state.settings.home, self.state.pause_writes(),
                                             self.state.checkpoints)
-                self.position = position
+                self.position, self.side_writes = position, side_writes
                 self.state.metrics.snapshot_published.set(time.time())
             return self.position
 

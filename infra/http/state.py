@@ -95,6 +95,9 @@ class ServerState:
         self.on_caught_up: list[Callable[[], None]] = []
         self._caught_up = False
         self.mcp_drift: DriftWatch | None = None  # set by `serve`: the MCP drift check (mcp_drift.py)
+        # Rows written to the read model beside the events (the gateway's decision log): a snapshot holding
+        # the position is stale all the same once these moved (infra/http/snapshots.py).
+        self.side_writes: Callable[[], int] = lambda: 0
         self._thread: threading.Thread | None = None
         metrics.watch_lag(self.lag)
 

@@ -1,0 +1,65 @@
+"""An echo MCP server on the official SDK over streamable HTTP: the upstream of `toolcat bench --only gateway`
+and of the gateway's tests. Every tool answers its `text` argument back, so a call through the gateway and
+the same call straight to this server do the same work upstream and differ only by the path.
+
+    python -m infra.dev.echo_mcp [--port P] [--tools N]
+
+--tools N: the tools `echo` and `echo-00001` … (N in all), for a large synced set. Prints
+`listening on http://127.0.0.1:PORT/mcp` once it accepts connections (--port 0: a free port)."""
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from typing import Any
+
+from mcp import types
+from mcp.server.lowlevel import Server
+
+ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+def echo_tools(count: int) -> list[types.Tool]:
+    names = ["echo", *(f"echo-{index:05d}" for index in range(1, count))]
+    return [types.Tool(name=name, title=f"Echo {name}", description="answers its text argument back",
+                       input_schema=ECHO_SCHEMA, annotations=types.ToolAnnotations(read_only_hint=True))
+            for name in names]
+
+
+def echo_server(count: int = 1) -> Server[Any]:
+    tools = echo_tools(count)
+    names = {tool.name for tool in tools}
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in names:
+            return types.CallToolResult(content=[types.TextContent(text=f"no tool {params.name}")], is_error=True)
+        text = str((params.arguments or {}).get("text", ""))
+        return types.CallToolResult(content=[types.TextContent(text=text)])
+    return Server("echo", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+    parser = argparse.ArgumentParser(prog="echo_mcp", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tools", type=int, default=1)
+    options = parser.parse_args(argv)
+    app = echo_server(max(1, options.tools)).streamable_http_app()
+    # The socket is bound here so that --port 0 can say which port it got before serving.
+    listening = socket.socket()
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.bind(("127.0.0.1", options.port))
+    listening.listen(128)  # connections wait in the backlog until uvicorn serves
+    port = listening.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
+    server.run(sockets=[listening])
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

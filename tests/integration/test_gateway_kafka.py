@@ -1,0 +1,224 @@
+"""`toolcat gateway --from kafka`: the gateway's sets fed by Kafka alone, with no DuckDB. The subjects' sets
+come from the `toolcat.effective-tools` changelog, the descriptors, names and MCP server entries from the
+events topic; both are read from their beginning, so every replica holds the same answers."""
+from __future__ import annotations
+
+import queue
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from infra import kafka_clients
+from infra.dev.bench_gateway import Endpoint, echo_upstream, listed as listed_over_mcp, mcp_client
+from infra.mcp.gateway.kafka_sets import DirectoryFold, KafkaFeed, KafkaSets
+from infra.mcp.gateway.source import listed, resolve
+from infra.settings import Settings
+from tests.integration.kafka_support import popen_toolcat, stop_process, toolcat, wait_for
+from tests.support import ok
+
+BOT, OTHER = "agent:bot", "agent:other"
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    with echo_upstream(3) as url:
+        yield url
+
+
+def publish(settings: Settings) -> None:
+    """What the catalog's pipeline does with Kafka on: its events to the events topic, and each changed
+    subject's set to the changelog."""
+    ok(toolcat("relay", home=settings.home, settings=settings))
+    ok(toolcat("project", home=settings.home, settings=settings))
+
+
+def given_a_catalog_with_an_echo_server(settings: Settings, url: str) -> None:
+    for args in (["mcp", "server", "add", "echo", "--url", url], ["mcp", "sync", "echo", "--apply"],
+                 ["unit", "create", "bots"], ["agent", "create", "bot", "--unit", "bots"],
+                 ["agent", "create", "other", "--unit", "bots"], ["grant", "add", BOT, "mcp.echo.echo"],
+                 ["grant", "add", OTHER, "mcp.echo.echo-00001"],
+                 ["alias", "add", "mcp.echo.echo", "echo.old"], ["alias", "deprecate", "echo.old"]):
+        ok(toolcat(*args, home=settings.home, settings=settings))
+    publish(settings)
+
+
+def fed(settings: Settings) -> tuple[KafkaSets, KafkaFeed]:
+    sets = KafkaSets()
+    feed = KafkaFeed(sets, kafka_clients.consumer(settings, None), kafka_clients.consumer(settings, None),
+                     settings.kafka_events_topic, settings.kafka_effective_topic).start(60)
+    return sets, feed
+
+
+def test_a_kafka_fed_source_answers_each_subject_with_its_set_and_hears_a_revoke(
+        kafka_settings: Settings, upstream: str) -> None:
+    # given a catalog whose events and changelog are on Kafka
+    given_a_catalog_with_an_echo_server(kafka_settings, upstream)
+    # when a source reads both topics from their beginning
+    sets, feed = fed(kafka_settings)
+    heard: queue.Queue[tuple[int, Any]] = queue.Queue()
+    sets.subscribe(lambda position, subjects: heard.put((position, subjects)))
+    try:
+        # then each subject gets exactly its enabled tools, with the catalog's descriptors
+        directory = sets.directory()
+        shown = listed(directory, sets.subject_set(BOT))
+        assert [t.tool_id for t in shown] == ["mcp.echo.echo"]
+        assert (shown[0].description, shown[0].backing_server, shown[0].upstream_name, shown[0].risk) == \
+            ("answers its text argument back", "echo", "echo", "read_only")
+        assert shown[0].input_schema == {"type": "object", "properties": {"text": {"type": "string"}},
+                                         "required": ["text"]}
+        assert [t.tool_id for t in listed(directory, sets.subject_set(OTHER))] == ["mcp.echo.echo-00001"]
+        assert sets.scopes(BOT) == {BOT, "unit:bots"}
+        # and a name resolves as it does in the server: forwarded under the upstream name, one subject
+        # never reaching another's tool, a deprecated alias forwarded to its canonical tool
+        assert resolve(directory, sets.subject_set(BOT), "mcp.echo.echo").outcome == "canonical"
+        assert resolve(directory, sets.subject_set(BOT), "mcp.echo.echo-00001").outcome == "outside_set"
+        assert resolve(directory, sets.subject_set(BOT), "echo.old").outcome == "deprecated"
+        assert directory.servers["echo"].url == upstream
+
+        # when the operator revokes the grant and the pipeline publishes it
+        ok(toolcat("grant", "revoke", BOT, "mcp.echo.echo", home=kafka_settings.home, settings=kafka_settings))
+        publish(kafka_settings)
+        # then the source tells its listeners that agent:bot's set changed, and the tool is refused from then on
+        told = _until_told(heard, BOT)
+        assert sets.subject_set(BOT).position == told
+        assert listed(sets.directory(), sets.subject_set(BOT)) == []
+        refused = resolve(sets.directory(), sets.subject_set(BOT), "mcp.echo.echo")
+        assert (refused.outcome, refused.reason) == ("outside_set", "not_in_set")
+        assert [t.tool_id for t in listed(sets.directory(), sets.subject_set(OTHER))] == ["mcp.echo.echo-00001"]
+    finally:
+        feed.stop()
+
+
+def test_two_replicas_read_from_the_beginning_hold_the_same_answers(kafka_settings: Settings, upstream: str) -> None:
+    # given a catalog on Kafka
+    given_a_catalog_with_an_echo_server(kafka_settings, upstream)
+    # when two replicas start, one after the other
+    (first, a), (second, b) = fed(kafka_settings), fed(kafka_settings)
+    try:
+        # then they are interchangeable: the same sets and directory
+        for subject in (BOT, OTHER):
+            assert first.subject_set(subject) == second.subject_set(subject)
+        assert first.directory() == second.directory() and first.position == second.position > 0
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_an_agent_lists_and_calls_through_gateway_from_kafka_and_a_revoke_reaches_it(
+        kafka_settings: Settings, upstream: str, tmp_path: Path) -> None:
+    # given a catalog on Kafka, and `toolcat gateway --from kafka` in a home of its own holding nothing but
+    # a token bound to agent:bot
+    given_a_catalog_with_an_echo_server(kafka_settings, upstream)
+    gateway_home = tmp_path / "gateway-home"
+    token = ok(toolcat("token", "create", "bot", "--subject", BOT, "--scope", "call", home=gateway_home,
+                       settings=kafka_settings))["token"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stderr = tmp_path / "gateway.stderr"
+    gateway = popen_toolcat("gateway", "--from", "kafka", "--port", str(port), home=gateway_home,
+                            settings=kafka_settings, stderr_path=stderr)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _healthy(base), 120, lambda: f"the gateway to answer; stderr: {stderr.read_text()[-2000:]}")
+        seen = anyio.run(_agent_story, Endpoint(f"{base}/mcp", "mcp.echo.echo",
+                                                {"Authorization": f"Bearer {token}"}), kafka_settings)
+    finally:
+        stop_process(gateway)
+    # then the agent saw exactly its set, its call answered by the upstream
+    assert seen["listed"] == ["mcp.echo.echo"]
+    assert seen["answer"] == "hello" and seen["meta"]["canonical_id"] == "mcp.echo.echo"
+    # and after the revoke: list_changed, an empty list, and the call refused naming the reason
+    assert seen["after"] == [] and seen["refused"]["reason"] == "not_in_set"
+    # and a request without a token is refused with a challenge
+    assert seen["anonymous"] == (401, True)
+    # and the gateway kept no read model and no store: its home holds the token file alone
+    assert not list(gateway_home.glob("*.duckdb")) and not list(gateway_home.glob("*.sqlite")), \
+        sorted(p.name for p in gateway_home.iterdir())
+
+
+async def _agent_story(endpoint: Endpoint, settings: Settings) -> dict[str, Any]:
+    changed = anyio.Event()
+    seen: dict[str, Any] = {}
+    async with mcp_client(endpoint, on_list_changed=changed.set) as session:
+        seen["listed"] = [t.name for t in await listed_over_mcp(session)]
+        answer = await session.call_tool("mcp.echo.echo", {"text": "hello"})
+        seen["answer"], seen["meta"] = answer.content[0].text, (answer.meta or {}).get("toolcat", {})
+        # when the operator revokes the grant and the pipeline publishes it
+        ok(toolcat("grant", "revoke", BOT, "mcp.echo.echo", home=settings.home, settings=settings))
+        publish(settings)
+        with anyio.fail_after(60):
+            await changed.wait()
+        seen["after"] = [t.name for t in await listed_over_mcp(session)]
+        with pytest.raises(MCPError) as refused:
+            await session.call_tool("mcp.echo.echo", {"text": "again"})
+        seen["refused"] = refused.value.error.data
+    async with httpx.AsyncClient() as plain:
+        answer = await plain.post(endpoint.url, json={})
+        seen["anonymous"] = (answer.status_code, answer.headers.get("www-authenticate", "").startswith("Bearer"))
+    return seen
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/v1/health", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _until_told(heard: queue.Queue[tuple[int, Any]], subject: str) -> int:
+    while True:
+        position, subjects = heard.get(timeout=60)
+        if subjects is None or subject in subjects:
+            return position
+
+
+# -- the fold itself, without a broker --------------------------------------------------------------------
+
+def envelope(position: int, type_: str, data: dict[str, Any], originator: str = "tool-1") -> dict[str, Any]:
+    return {"position": position, "type": type_, "originator_id": originator, "data": data}
+
+
+def test_the_fold_follows_a_rename_and_a_retirement_and_ignores_repeats() -> None:
+    fold = DirectoryFold()
+    # given a tool registered, renamed (its old name becomes a deprecated alias), then that alias retired
+    fold.apply(envelope(1, "Tool.Registered", {"tool_id": "memory.find", "spec": {
+        "description": "find", "visibility": "public", "source": "builtin"}}))
+    fold.apply(envelope(2, "Tool.Renamed", {"old_id": "memory.find", "new_id": "memory.search"}))
+    assert fold.directory().names["memory.find"].lifecycle == "deprecated"
+    fold.apply(envelope(3, "Tool.AliasRetired", {"alias": "memory.find", "release": "1.3.0"}))
+    # when an event at a position already folded comes again (at-least-once delivery)
+    assert fold.apply(envelope(2, "Tool.Renamed", {"old_id": "memory.search", "new_id": "x"})) is False
+    # then the directory holds the canonical tool and the retired alias naming it
+    directory = fold.directory()
+    assert set(directory.tools) == {"memory.search"}
+    assert (directory.names["memory.find"].lifecycle, directory.names["memory.find"].canonical_id) == \
+        ("retired", "memory.search")
+    assert directory.position == 3
+
+
+def test_a_set_ahead_of_the_directory_waits_for_it() -> None:
+    # given a source whose directory has reached position 1 only
+    import json
+    sets = KafkaSets()
+    told: list[Any] = []
+    sets.subscribe(lambda position, subjects: told.append((position, subjects)))
+    sets.feed_events([json.dumps(envelope(1, "Agent.Created", {"name": "bot", "unit": "bots",
+                                                               "state_mode": "stateful"}, "agent-1")).encode()])
+    told.clear()
+    # when the changelog brings agent:bot's set at position 2, before the tool registered at 2 arrived
+    document = {"schema": "toolcat.effective/v1", "subject": BOT, "position": 2,
+                "tools": [{"tool_id": "t", "exposure": "enabled"}]}
+    sets.feed_changelog([(BOT.encode(), json.dumps(document).encode())])
+    # then the set is held back (the subject still has its old, empty set) and nobody is told yet
+    assert sets.subject_set(BOT).tools == () and told == []
+    # when the events reach position 2, the set is released and its subject's sessions are told
+    sets.feed_events([json.dumps(envelope(2, "Tool.Registered", {"tool_id": "t", "spec": {}})).encode()])
+    assert sets.subject_set(BOT).tools == ("t",)
+    assert told and told[-1][0] == 2
