@@ -71,6 +71,11 @@ class Gateway:
             on_list_tools=self._list_tools, on_call_tool=self._call_tool)
         self.server.middleware.append(self._attach)
 
+    @property
+    def open_sessions(self) -> int:
+        """How many MCP sessions are open now (a replica's health says it)."""
+        return len(self._sessions)
+
     def initialization_options(self) -> Any:
         return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
