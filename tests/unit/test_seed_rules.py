@@ -23,6 +23,7 @@ from domain.errors import (
     ReservedPrefix,
     RiskRequired,
     ShimId,
+    ShimTarget,
     WindowOpen,
 )
 from domain.grammar import ID_MAX, TEXT_MAX
@@ -356,3 +357,63 @@ def test_rule_2_given_a_memory_family_helper_when_its_old_mcp_id_is_added_then_a
     app.register_tool("memory.seed", spec(source="builtin_mcp", group="memory"), META)
 
     assert types(app.add_alias("memory.seed", "mcp.memory.seed", False, META)) == ["Tool.AliasAdded", "Name.Claimed"]
+
+
+# === issue 30: the seed rules' third pass (rules 14-…; docs/operators.md numbers them) ===================
+
+
+# --- rule 14: a documented shim stands for its own target, as a shim (000's compatibility envelope) -------
+
+
+@pytest.mark.parametrize(("tool", "shim"), [("bash", "tool.fs.read"), ("read", "tool.exec")])
+def test_rule_14_given_tyrum_when_a_shim_is_added_to_another_tool_then_shim_target(tyrum, tool, shim):
+    tyrum.register_tool("bash", spec(), META)
+
+    with rejected(tyrum, ShimTarget, "shim_target") as info:
+        tyrum.add_alias(tool, shim, True, META)
+    assert info.value.details["shim_of"] != tool
+    assert f"toolcat alias add {info.value.details['shim_of']} {shim} --shim" in info.value.message
+
+
+def test_rule_14_given_tyrum_when_a_documented_shim_is_added_as_a_plain_alias_then_shim_target(tyrum):
+    with rejected(tyrum, ShimTarget, "shim_target") as info:
+        tyrum.add_alias("read", "tool.fs.read", False, META)
+    assert "--shim" in info.value.message
+
+
+def test_rule_14_given_tyrum_when_a_shim_names_its_own_target_then_accepted(tyrum):
+    assert types(tyrum.add_alias("read", "tool.fs.read", True, META)) == ["Tool.AliasAdded", "Name.Claimed"]
+
+
+# --- rule 15: mcp. aliases only for raw MCP tools, whatever source a platform tool has (000) ----------------
+
+
+@pytest.mark.parametrize(("tool", "alias"), [("websearch", "mcp.exa.web_search_exa"), ("bash", "mcp.shell.run"),
+                                             ("workboard.item.list", "mcp.github.list_issues")])
+def test_rule_15_given_builtin_platform_tools_when_adding_an_mcp_alias_then_reserved_prefix(tool, alias):
+    app = new_catalog()
+    app.init(preset("tyrum"), META)
+    for tool_id in ("websearch", "bash", "workboard.item.list"):
+        app.register_tool(tool_id, spec(), META)  # websearch registered as builtin, not builtin_mcp
+
+    with rejected(app, ReservedPrefix, "reserved_prefix") as info:
+        app.add_alias(tool, alias, False, META)
+    assert info.value.details["allowed_sources"] == ["mcp"]
+
+
+def test_rule_15_given_a_raw_mcp_tool_when_adding_an_mcp_alias_then_accepted(tyrum):
+    tyrum.register_tool("mcp.exa.web_search_exa", spec(source="mcp", group="extension"), META)
+
+    assert types(tyrum.add_alias("mcp.exa.web_search_exa", "mcp.exa.search", False, META))
+
+
+# --- rule 16: internal tools are not model-facing either (000) ---------------------------------------------
+
+
+def test_rule_16_given_an_internal_tool_when_granted_then_not_model_facing():
+    app = spring_voyage_story()
+    app.register_tool("web.index", spec().model_copy(update={"visibility": "internal"}), META)
+
+    with rejected(app, NotModelFacing, "not_model_facing") as info:
+        app.add_grant("unit:research", "web.index", META)
+    assert info.value.details["visibility"] == "internal"
