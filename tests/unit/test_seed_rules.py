@@ -28,6 +28,8 @@ from domain.errors import (
 )
 from domain.grammar import ID_MAX, TEXT_MAX
 from domain.naming import preset
+from domain.route_errors import NotASecretTool, SecretValueRefused
+from domain.secret_refs import SecretRef, secret_ref_key
 from domain.window import MILESTONES, earliest_removal
 from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
 
@@ -417,3 +419,43 @@ def test_rule_16_given_an_internal_tool_when_granted_then_not_model_facing():
     with rejected(app, NotModelFacing, "not_model_facing") as info:
         app.add_grant("unit:research", "web.index", META)
     assert info.value.details["visibility"] == "internal"
+
+
+# --- rule 17: a secret reference may be named as secret managers name secrets (001) --------------------------
+
+
+@pytest.fixture
+def clipboard() -> Catalog:
+    """Given a Tyrum catalog with read and the dedicated secret tool."""
+    app = new_catalog()
+    app.init(preset("tyrum"), META)
+    app.register_tool("read", spec(), META)
+    app.register_tool("tool.secret.copy-to-node-clipboard", spec(group="node"), META)
+    return app
+
+
+@pytest.mark.parametrize("ref", ["vault:github-token", "vault:kv/github", "op://vault/item/field",
+                                 "arn:aws:secretsmanager:us-east-1:123456789012:secret:github-AbCdEf",
+                                 "projects/acme/secrets/github/versions/latest", "env:GITHUB_TOKEN"])
+def test_rule_17_when_a_reference_is_a_secret_managers_name_then_accepted(clipboard, ref):
+    result = clipboard.add_secret_ref(ref, ["tool.secret.copy-to-node-clipboard"], META)
+
+    assert types(result) == ["SecretRef.Added"]
+    assert clipboard.get_or_none(secret_ref_key(ref), SecretRef).ref == ref
+
+
+@pytest.mark.parametrize("ref", ["ghp_7Hq2ZxSECRETvalue", "vault:/k", "op://only/two", "env:GITHUB TOKEN",
+                                 "arn:aws:s3:::bucket"])
+def test_rule_17_when_a_reference_has_no_managers_shape_then_secret_value_refused_not_repeated(clipboard, ref):
+    with rejected(clipboard, SecretValueRefused, "secret_value_refused") as info:
+        clipboard.add_secret_ref(ref, ["tool.secret.copy-to-node-clipboard"], META)
+    assert ref not in info.value.message + str(info.value.details)
+
+
+# --- rule 18: a secret reference is for the dedicated secret tools (001) --------------------------------------
+
+
+def test_rule_18_when_a_reference_allows_an_ordinary_tool_then_not_secret_tool(clipboard):
+    with rejected(clipboard, NotASecretTool, "not_secret_tool") as info:
+        clipboard.add_secret_ref("github-token", ["tool.secret.copy-to-node-clipboard", "read"], META)
+    assert info.value.details == {"tool_id": "read", "entry": 2, "prefix": "tool.secret."}
