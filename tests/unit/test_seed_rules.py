@@ -28,7 +28,8 @@ from domain.errors import (
 )
 from domain.grammar import ID_MAX, TEXT_MAX
 from domain.naming import preset
-from domain.route_errors import NotASecretTool, SecretValueRefused
+from domain.nodes import NodeFacts, select_node
+from domain.route_errors import CapabilityMirror, NotASecretTool, NotNodeBacked, SecretValueRefused
 from domain.secret_refs import SecretRef, secret_ref_key
 from domain.window import MILESTONES, earliest_removal
 from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
@@ -459,3 +460,29 @@ def test_rule_18_when_a_reference_allows_an_ordinary_tool_then_not_secret_tool(c
     with rejected(clipboard, NotASecretTool, "not_secret_tool") as info:
         clipboard.add_secret_ref("github-token", ["tool.secret.copy-to-node-clipboard", "read"], META)
     assert info.value.details == {"tool_id": "read", "entry": 2, "prefix": "tool.secret."}
+
+
+# --- rule 19: only the node-backed tool.* families are routed to nodes (001, 000's family table) -------------
+
+
+@pytest.mark.parametrize("tool_id", ["tool.automation.schedule.pause", "tool.location.place.create",
+                                     "tool.node.capability.get"])
+def test_rule_19_given_a_node_advertising_the_mirror_when_routing_an_environment_tool_then_not_node_backed(tool_id):
+    capability = "tyrum." + tool_id.removeprefix("tool.")
+    node = NodeFacts("desk", paired=True, ready=True, capabilities=[capability])
+
+    with pytest.raises(NotNodeBacked) as info:
+        select_node(tool_id, "key", [node])
+    assert info.value.code == "not_node_backed" and info.value.exit_code == 3
+
+
+def test_rule_19_given_tyrum_when_an_environment_tool_is_registered_in_the_node_group_then_capability_mirror(tyrum):
+    with rejected(tyrum, CapabilityMirror, "capability_mirror") as info:
+        tyrum.register_tool("tool.location.place.create", spec(group="node"), META)
+    assert "--group environment" in info.value.message
+
+
+def test_rule_19_the_node_backed_families_are_still_routed():
+    node = NodeFacts("desk", paired=True, ready=True, capabilities=["tyrum.location.get"])
+
+    assert select_node("tool.location.get", "key", [node])["node"] == "desk"
