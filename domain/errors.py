@@ -227,6 +227,12 @@ class ShimId(CatalogRuleError):
     code = "shim_id"
 
 
+class ShimTarget(CatalogRuleError):
+    """A documented legacy shim is recorded only as a shim (`--shim`) of the ID the policy maps it to."""
+
+    code = "shim_target"
+
+
 class RiskRequired(CatalogRuleError):
     """A write tool under a verb-noun policy needs its risk tag."""
 

@@ -24,6 +24,9 @@ TOOL_PREFIX, CAPABILITY_PREFIX = "tool.", "tyrum."
 NOT_MODEL_FACING = ("tool.node.inspect", "tool.node.dispatch")
 # The discovery helper is a gateway tool, not routed to a capability.
 NOT_ROUTED = ("tool.node.list",)
+# ARCH-21's tool.* families the gateway serves itself: the environment families (saved places, automation
+# schedules) and node discovery. Only the node-backed families mirror capabilities.
+GATEWAY_FAMILIES = ("tool.location.place.", "tool.automation.schedule.", "tool.node.")
 SECRET_CLIPBOARD_TOOL = "tool.secret.copy-to-node-clipboard"
 # A composed gateway action, not a raw mirror: it needs a node that can take clipboard writes. ARCH-19
 # names no descriptor for that capability; this is the one the catalog asks nodes to advertise.
@@ -36,6 +39,8 @@ def capability_of(tool_id: str) -> str | None:
     if tool_id == SECRET_CLIPBOARD_TOOL:
         return CLIPBOARD_CAPABILITY
     if not tool_id.startswith(TOOL_PREFIX) or tool_id in NOT_ROUTED or tool_id in NOT_MODEL_FACING:
+        return None
+    if tool_id.startswith(GATEWAY_FAMILIES):
         return None
     return CAPABILITY_PREFIX + tool_id.removeprefix(TOOL_PREFIX)
 
@@ -54,7 +59,14 @@ def check_node_tool(tool_id: str, group: str, visibility: str, policy: str) -> N
         refuse_not_model_facing(tool_id)
     if policy == "tyrum" and group == "node" and tool_id not in NOT_MODEL_FACING:
         capability = capability_of(tool_id)
-        if tool_id not in NOT_ROUTED and (capability is None or not _CAPABILITY.fullmatch(capability)):
+        if tool_id.startswith(GATEWAY_FAMILIES) and not tool_id.startswith("tool.node."):
+            raise CapabilityMirror(
+                f"'{tool_id}' is in an environment family the gateway serves itself (tool.location.place, "
+                "tool.automation.schedule), never routed to a node: register it with --group environment",
+                tool_id=tool_id, group=group)
+        if tool_id.startswith("tool.node."):
+            return  # the node discovery helpers (tool.node.list, tool.node.capability.get) are gateway tools
+        if capability is None or not _CAPABILITY.fullmatch(capability):
             raise CapabilityMirror(
                 f"node tool '{tool_id}' must mirror a capability ID: tyrum.<area>.<action> is served by "
                 "tool.<area>.<action>, e.g. tool.desktop.screenshot", tool_id=tool_id)
@@ -222,8 +234,9 @@ def select_node(tool_id: str, tool_key: str, nodes: list[NodeFacts], node: str |
     refuse_not_model_facing(tool_id)
     capability = capability_of(tool_id)
     if capability is None:
-        raise NotNodeBacked(f"'{tool_id}' is not a node-backed tool; node tools mirror a capability, "
-                            "such as tool.desktop.screenshot", tool_id=tool_id)
+        raise NotNodeBacked(f"'{tool_id}' is not a node-backed tool (the gateway serves it; no node is "
+                            "selected); node tools mirror a capability, such as tool.desktop.screenshot",
+                            tool_id=tool_id)
     answer = {"tool_id": tool_id, "capability": capability, "lane": lane}
     if node is not None:
         return {**_explicit(node, nodes, capability, tool_key), **answer}

@@ -12,7 +12,7 @@ from domain.grammar import check_class_label, check_name
 from domain.nodes import Node, node_key, refuse_not_model_facing
 from domain.route_errors import DuplicateSecretRef, UnknownNode
 from domain.routing import ROUTE_RULES_KEY, RouteRule, RouteRules
-from domain.secret_refs import SecretRef, check_ref, secret_ref_key
+from domain.secret_refs import SecretRef, check_ref, check_secret_tool, secret_ref_key
 from domain.subjects import parse_subject
 from domain.tool import Tool
 from domain.unit import Unit, unit_key
@@ -120,6 +120,7 @@ class RouteUseCases(CatalogApplication):
                 tool = self.owner_of(tool_id) if isinstance(tool_id, str) and len(tool_id) <= 200 else None
                 if tool is None:  # the entry is not repeated: a mistyped command may carry a value here
                     raise UnknownTool(f"--allow-tool entry {index} names no tool in the catalog", entry=index)
+                check_secret_tool(tool.tool_id, index)
                 allowed[str(tool.id)] = tool.tool_id
             if self.get_or_none(secret_ref_key(ref), SecretRef) is not None:
                 raise DuplicateSecretRef(f"secret reference '{ref}' already exists", secret_ref_id=ref)

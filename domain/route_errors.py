@@ -71,3 +71,9 @@ class SecretRefNotAllowed(CatalogRuleError):
     """The secret reference may not be given to this tool."""
 
     code = "secret_ref_not_allowed"
+
+
+class NotASecretTool(CatalogRuleError):
+    """A secret reference allows only the dedicated secret tools (ARCH-19's `tool.secret.*`)."""
+
+    code = "not_secret_tool"

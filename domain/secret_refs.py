@@ -9,19 +9,43 @@ import uuid
 from eventsourcing.domain import Aggregate
 
 from domain.base import CatalogEvent, Meta, create, natural_id
-from domain.route_errors import SecretRefNotAllowed, SecretValueRefused
+from domain.route_errors import NotASecretTool, SecretRefNotAllowed, SecretValueRefused
 
-REF_MAX = 128
+REF_MAX, NAME_REF_MAX = 512, 128  # an ARN or a manager's path is longer than a name
 # Opaque lowercase names such as `github-token` or `ops.deploy-key`: short, readable, never value-like.
 _REF = re.compile(r"[a-z][a-z0-9-]*(?:[.][a-z][a-z0-9-]*)*")
+# ...or a reference as the secret managers name their secrets (ARCH-19 gives the shape of the record, not of
+# the name): each scheme with the path grammar of its manager, so a bare value never passes for one.
+_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_MANAGER_REFS = (
+    re.compile(rf"vault:{_SEGMENT}(?:/{_SEGMENT})*(?:#{_SEGMENT})?"),                  # vault:kv/github#token
+    re.compile(rf"op://{_SEGMENT}/{_SEGMENT}(?:/{_SEGMENT})?/{_SEGMENT}"),            # op://vault/item/field
+    re.compile(r"arn:aws(?:-[a-z]+)*:secretsmanager:[a-z]{2}(?:-[a-z]+)+-[0-9]:[0-9]{12}:secret:"
+               r"[A-Za-z0-9/_+=.@-]+"),                                                # AWS Secrets Manager ARN
+    re.compile(r"projects/[a-z0-9-]+/secrets/[A-Za-z0-9_-]+(?:/versions/(?:latest|[0-9]+))?"),  # GCP
+    re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*"),                                         # env:GITHUB_TOKEN
+)
+SECRET_TOOL_PREFIX = "tool.secret."  # ARCH-19's dedicated secret tools (tool.secret.copy-to-node-clipboard)
 
 
 def check_ref(ref: str) -> str:
-    if not isinstance(ref, str) or len(ref) > REF_MAX or not _REF.fullmatch(ref):
+    if not isinstance(ref, str) or len(ref) > REF_MAX or not (
+            (len(ref) <= NAME_REF_MAX and _REF.fullmatch(ref)) or any(p.fullmatch(ref) for p in _MANAGER_REFS)):
         raise SecretValueRefused(
-            "a secret reference is a lowercase name such as github-token (letters, digits, '-', '.'); what "
-            "was given is not one and is not repeated here, as it may be a secret value")
+            "a secret reference is a lowercase name such as github-token, or the name a secret manager gives "
+            "the secret: vault:kv/github, op://vault/item/field, arn:aws:secretsmanager:REGION:ACCOUNT:secret:"
+            "NAME, projects/P/secrets/S, env:GITHUB_TOKEN; what was given is not one and is not repeated here, "
+            "as it may be a secret value")
     return ref
+
+
+def check_secret_tool(tool_id: str, entry: int) -> None:
+    """A reference is given only to the dedicated secret tools (ARCH-19), never to an ordinary tool."""
+    if not tool_id.startswith(SECRET_TOOL_PREFIX):
+        raise NotASecretTool(f"--allow-tool entry {entry} is '{tool_id}', which is not a dedicated secret tool: "
+                             f"a secret reference is for the {SECRET_TOOL_PREFIX}* tools only, such as "
+                             "tool.secret.copy-to-node-clipboard", tool_id=tool_id, entry=entry,
+                             prefix=SECRET_TOOL_PREFIX)
 
 
 def secret_ref_key(ref: str) -> uuid.UUID:

@@ -184,9 +184,12 @@ class SubjectUseCases(CatalogApplication):
         if is_pattern(target):
             return [(check_pattern(target), None)]
         tool = self.live_tool(target)
-        if tool.spec.visibility == "runtime_only":
-            raise NotModelFacing(f"'{tool.tool_id}' is a runtime-only helper: it never enters an agent's tool set, "
-                                 "so it cannot be granted", tool_id=tool.tool_id, visibility="runtime_only")
+        if tool.spec.visibility != "public":
+            # ARCH-21: internal and runtime-only IDs are not part of the model-facing contract.
+            what = "a runtime-only helper" if tool.spec.visibility == "runtime_only" else "an internal tool"
+            raise NotModelFacing(f"'{tool.tool_id}' is {what}: it never enters an agent's tool set, so it cannot "
+                                 "be granted; grant a public tool instead", tool_id=tool.tool_id,
+                                 visibility=tool.spec.visibility)
         return [(tool.tool_id, tool.id)]
 
     def _shim_grant_targets(self, target: str, expansion: list[str]) -> list[tuple[str, uuid.UUID | None]]:

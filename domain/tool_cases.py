@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
-from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, ShimId, UnknownTool, \
-    UsageError
+from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, ShimId, ShimTarget, \
+    UnknownTool, UsageError
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
 from domain.namespace import namespace_of, plugin_owner
@@ -136,18 +136,43 @@ class ToolUseCases(CatalogApplication):
             tool = self.canonical_tool(canonical_id)
             batch.policy.check_alias_id(alias, tool.spec.source)
             refuse_not_model_facing(alias)
-            # ARCH-21: the standalone facades (websearch, webfetch, codesearch) keep their facade IDs; a
-            # family's helpers (memory.seed) keep their old mcp.* IDs as deprecated aliases.
-            if tool.spec.source == "builtin_mcp" and "." not in tool.tool_id and alias.startswith("mcp."):
-                raise ReservedPrefix(
-                    f"built-in MCP facade '{canonical_id}' keeps its facade ID: it may not get the mcp.-prefixed "
-                    f"alias {alias!r} (mcp. is for raw MCP tools only)", tool_id=alias, source="builtin_mcp",
-                    prefix="mcp.", allowed_sources=["mcp"])
             self._require_free(alias, as_what="an alias")
+            self._check_shim_target(batch, tool, alias, shim)
+            self._check_mcp_alias(batch, tool, alias)
             tool.add_alias(alias, shim, meta)
             batch.add(tool, NameClaim.claim(alias, tool.id, meta))
         return self.execute("alias.add", {"canonical": canonical_id, "alias": alias, "shim": shim}, meta,
                             build)
+
+    @staticmethod
+    def _check_shim_target(batch: Batch, tool: Tool, alias: str, shim: bool) -> None:
+        """ARCH-21's compatibility envelope: a documented legacy input stands for one canonical ID, as a shim."""
+        target = batch.policy.shim_ids.get(alias)
+        if target is None:
+            return
+        if target != tool.tool_id:
+            raise ShimTarget(f"{alias!r} is the {batch.policy.name} policy's legacy shim of '{target}', not of "
+                             f"'{tool.tool_id}': record it with 'toolcat alias add {target} {alias} --shim'",
+                             alias=alias, shim_of=target, canonical_id=tool.tool_id)
+        if not shim:
+            raise ShimTarget(f"{alias!r} is a documented legacy shim of '{target}', never a plain alias: record "
+                             f"it with 'toolcat alias add {target} {alias} --shim'",
+                             alias=alias, shim_of=target, canonical_id=tool.tool_id)
+
+    @staticmethod
+    def _check_mcp_alias(batch: Batch, tool: Tool, alias: str) -> None:
+        """ARCH-21: `mcp.` is for raw MCP tools only. A platform tool (whatever source a facade was registered
+        with) gets an `mcp.` alias only when it is the tool's own former raw ID (`mcp.memory.seed` for
+        `memory.seed`, the family helpers' migration); a facade keeps its facade ID."""
+        if not alias.startswith("mcp.") or tool.spec.source not in batch.policy.platform_sources:
+            return
+        if "." in tool.tool_id and alias == f"mcp.{tool.tool_id}":
+            return
+        kind = "built-in MCP facade" if tool.spec.source == "builtin_mcp" else "platform tool"
+        raise ReservedPrefix(
+            f"{kind} '{tool.tool_id}' keeps its own ID: it may not get the mcp.-prefixed alias {alias!r} (mcp. "
+            "is for raw MCP tools only; register the raw tool itself with --source mcp)", tool_id=alias,
+            canonical_id=tool.tool_id, source=tool.spec.source, prefix="mcp.", allowed_sources=["mcp"])
 
     def deprecate_alias(self, alias: str, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:

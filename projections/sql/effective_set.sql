@@ -102,8 +102,8 @@ described AS (
     LEFT JOIN agent_history_at ag ON r.kind = 'agent' AND ag.name = r.name
     LEFT JOIN allowlist_history_at al ON r.kind = 'agent' AND al.agent = r.name
     LEFT JOIN allowed ok ON r.kind = 'agent' AND ok.agent = r.name AND ok.tool_key = r.tool_key
-    -- ARCH-21: runtime-only helpers are never model-facing (a tool's visibility never changes).
-    WHERE r.tool_key NOT IN (SELECT tool_key FROM tools WHERE visibility = 'runtime_only')
+    -- ARCH-21: internal and runtime-only tools are never model-facing (a tool's visibility never changes).
+    WHERE r.tool_key NOT IN (SELECT tool_key FROM tools WHERE visibility <> 'public')
 ),
 winners AS (
     SELECT kind AS subject_kind, name AS subject, tool_key, {{effective_fields}} FROM described WHERE place = 1

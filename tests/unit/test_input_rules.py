@@ -33,13 +33,13 @@ RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE
 
 @pytest.fixture
 def catalog() -> Catalog:
-    """Given a tyrum catalog: release 1.0.0, tool `read` with deprecated alias `tool.fs.read`, unit `eng`,
+    """Given a tyrum catalog: release 1.0.0, tool `read` with deprecated shim `tool.fs.read`, unit `eng`,
     agent `triage`, plugin tool `acme.ticket.open`."""
     app = new_catalog()
     app.init(preset("tyrum"), META)
     app.publish_release("1.0.0", META)
     app.register_tool("read", spec(), META)
-    app.add_alias("read", "tool.fs.read", False, META)
+    app.add_alias("read", "tool.fs.read", True, META)
     app.deprecate_alias("tool.fs.read", META)
     app.register_tool("acme.ticket.open", spec(source="plugin", group="extension", plugin="acme"), META)
     app.create_unit("eng", None, META)

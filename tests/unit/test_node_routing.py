@@ -77,7 +77,7 @@ def test_a_secret_reference_records_its_tools_and_no_value(catalog: Catalog) -> 
     assert {k: state[k] for k in ("ref", "allowed_tool_ids")} == {
         "ref": "github-token", "allowed_tool_ids": ["tool.secret.copy-to-node-clipboard"]}
     with rejected(catalog, DuplicateSecretRef, "duplicate_secret_ref"):
-        catalog.add_secret_ref("github-token", ["tool.desktop.screenshot"], META)
+        catalog.add_secret_ref("github-token", ["tool.secret.copy-to-node-clipboard"], META)
 
 
 @pytest.mark.parametrize("ref", ["ghp_7Hq2ZxSECRETvalue", "sk-live 123", "a" * 200])

@@ -23,10 +23,14 @@ from domain.errors import (
     ReservedPrefix,
     RiskRequired,
     ShimId,
+    ShimTarget,
     WindowOpen,
 )
 from domain.grammar import ID_MAX, TEXT_MAX
 from domain.naming import preset
+from domain.nodes import NodeFacts, select_node
+from domain.route_errors import CapabilityMirror, NotASecretTool, NotNodeBacked, SecretValueRefused
+from domain.secret_refs import SecretRef, secret_ref_key
 from domain.window import MILESTONES, earliest_removal
 from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
 
@@ -356,3 +360,129 @@ def test_rule_2_given_a_memory_family_helper_when_its_old_mcp_id_is_added_then_a
     app.register_tool("memory.seed", spec(source="builtin_mcp", group="memory"), META)
 
     assert types(app.add_alias("memory.seed", "mcp.memory.seed", False, META)) == ["Tool.AliasAdded", "Name.Claimed"]
+
+
+# === issue 30: the seed rules' third pass (rules 14-…; docs/operators.md numbers them) ===================
+
+
+# --- rule 14: a documented shim stands for its own target, as a shim (000's compatibility envelope) -------
+
+
+@pytest.mark.parametrize(("tool", "shim"), [("bash", "tool.fs.read"), ("read", "tool.exec")])
+def test_rule_14_given_tyrum_when_a_shim_is_added_to_another_tool_then_shim_target(tyrum, tool, shim):
+    tyrum.register_tool("bash", spec(), META)
+
+    with rejected(tyrum, ShimTarget, "shim_target") as info:
+        tyrum.add_alias(tool, shim, True, META)
+    assert info.value.details["shim_of"] != tool
+    assert f"toolcat alias add {info.value.details['shim_of']} {shim} --shim" in info.value.message
+
+
+def test_rule_14_given_tyrum_when_a_documented_shim_is_added_as_a_plain_alias_then_shim_target(tyrum):
+    with rejected(tyrum, ShimTarget, "shim_target") as info:
+        tyrum.add_alias("read", "tool.fs.read", False, META)
+    assert "--shim" in info.value.message
+
+
+def test_rule_14_given_tyrum_when_a_shim_names_its_own_target_then_accepted(tyrum):
+    assert types(tyrum.add_alias("read", "tool.fs.read", True, META)) == ["Tool.AliasAdded", "Name.Claimed"]
+
+
+# --- rule 15: mcp. aliases only for raw MCP tools, whatever source a platform tool has (000) ----------------
+
+
+@pytest.mark.parametrize(("tool", "alias"), [("websearch", "mcp.exa.web_search_exa"), ("bash", "mcp.shell.run"),
+                                             ("workboard.item.list", "mcp.github.list_issues")])
+def test_rule_15_given_builtin_platform_tools_when_adding_an_mcp_alias_then_reserved_prefix(tool, alias):
+    app = new_catalog()
+    app.init(preset("tyrum"), META)
+    for tool_id in ("websearch", "bash", "workboard.item.list"):
+        app.register_tool(tool_id, spec(), META)  # websearch registered as builtin, not builtin_mcp
+
+    with rejected(app, ReservedPrefix, "reserved_prefix") as info:
+        app.add_alias(tool, alias, False, META)
+    assert info.value.details["allowed_sources"] == ["mcp"]
+
+
+def test_rule_15_given_a_raw_mcp_tool_when_adding_an_mcp_alias_then_accepted(tyrum):
+    tyrum.register_tool("mcp.exa.web_search_exa", spec(source="mcp", group="extension"), META)
+
+    assert types(tyrum.add_alias("mcp.exa.web_search_exa", "mcp.exa.search", False, META))
+
+
+# --- rule 16: internal tools are not model-facing either (000) ---------------------------------------------
+
+
+def test_rule_16_given_an_internal_tool_when_granted_then_not_model_facing():
+    app = spring_voyage_story()
+    app.register_tool("web.index", spec().model_copy(update={"visibility": "internal"}), META)
+
+    with rejected(app, NotModelFacing, "not_model_facing") as info:
+        app.add_grant("unit:research", "web.index", META)
+    assert info.value.details["visibility"] == "internal"
+
+
+# --- rule 17: a secret reference may be named as secret managers name secrets (001) --------------------------
+
+
+@pytest.fixture
+def clipboard() -> Catalog:
+    """Given a Tyrum catalog with read and the dedicated secret tool."""
+    app = new_catalog()
+    app.init(preset("tyrum"), META)
+    app.register_tool("read", spec(), META)
+    app.register_tool("tool.secret.copy-to-node-clipboard", spec(group="node"), META)
+    return app
+
+
+@pytest.mark.parametrize("ref", ["vault:github-token", "vault:kv/github", "op://vault/item/field",
+                                 "arn:aws:secretsmanager:us-east-1:123456789012:secret:github-AbCdEf",
+                                 "projects/acme/secrets/github/versions/latest", "env:GITHUB_TOKEN"])
+def test_rule_17_when_a_reference_is_a_secret_managers_name_then_accepted(clipboard, ref):
+    result = clipboard.add_secret_ref(ref, ["tool.secret.copy-to-node-clipboard"], META)
+
+    assert types(result) == ["SecretRef.Added"]
+    assert clipboard.get_or_none(secret_ref_key(ref), SecretRef).ref == ref
+
+
+@pytest.mark.parametrize("ref", ["ghp_7Hq2ZxSECRETvalue", "vault:/k", "op://only/two", "env:GITHUB TOKEN",
+                                 "arn:aws:s3:::bucket"])
+def test_rule_17_when_a_reference_has_no_managers_shape_then_secret_value_refused_not_repeated(clipboard, ref):
+    with rejected(clipboard, SecretValueRefused, "secret_value_refused") as info:
+        clipboard.add_secret_ref(ref, ["tool.secret.copy-to-node-clipboard"], META)
+    assert ref not in info.value.message + str(info.value.details)
+
+
+# --- rule 18: a secret reference is for the dedicated secret tools (001) --------------------------------------
+
+
+def test_rule_18_when_a_reference_allows_an_ordinary_tool_then_not_secret_tool(clipboard):
+    with rejected(clipboard, NotASecretTool, "not_secret_tool") as info:
+        clipboard.add_secret_ref("github-token", ["tool.secret.copy-to-node-clipboard", "read"], META)
+    assert info.value.details == {"tool_id": "read", "entry": 2, "prefix": "tool.secret."}
+
+
+# --- rule 19: only the node-backed tool.* families are routed to nodes (001, 000's family table) -------------
+
+
+@pytest.mark.parametrize("tool_id", ["tool.automation.schedule.pause", "tool.location.place.create",
+                                     "tool.node.capability.get"])
+def test_rule_19_given_a_node_advertising_the_mirror_when_routing_an_environment_tool_then_not_node_backed(tool_id):
+    capability = "tyrum." + tool_id.removeprefix("tool.")
+    node = NodeFacts("desk", paired=True, ready=True, capabilities=[capability])
+
+    with pytest.raises(NotNodeBacked) as info:
+        select_node(tool_id, "key", [node])
+    assert info.value.code == "not_node_backed" and info.value.exit_code == 3
+
+
+def test_rule_19_given_tyrum_when_an_environment_tool_is_registered_in_the_node_group_then_capability_mirror(tyrum):
+    with rejected(tyrum, CapabilityMirror, "capability_mirror") as info:
+        tyrum.register_tool("tool.location.place.create", spec(group="node"), META)
+    assert "--group environment" in info.value.message
+
+
+def test_rule_19_the_node_backed_families_are_still_routed():
+    node = NodeFacts("desk", paired=True, ready=True, capabilities=["tyrum.location.get"])
+
+    assert select_node("tool.location.get", "key", [node])["node"] == "desk"
