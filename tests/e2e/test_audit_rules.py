@@ -181,13 +181,15 @@ def test_chromium_draws_no_label_over_another(browser: str, audit_home: Path, to
 def test_a_secret_reference_or_route_rule_naming_an_old_id_is_a_finding(audit_home: Path, toolcat: Any) -> None:
     # given a secret reference and a route rule written for a tool that was renamed since: its old ID is
     # now a deprecated alias they still name
-    ok(toolcat("tool", "register", "acme.ticket.purge", "--source", "plugin", "--plugin", "acme", "--group",
-               "extension", "--tier", "advanced", "--visibility", "public"))
-    ok(toolcat("secret", "ref", "add", "tickets-token", "--allow-tool", "acme.ticket.purge"))
-    ok(toolcat("route", "rule", "add", "no-purge", "--deny-tool", "acme.ticket.purge"))
-    ok(toolcat("tool", "rename", "acme.ticket.purge", "acme.ticket.erase"))
+    # (a secret reference allows only the dedicated tool.secret.* tools)
+    old = "tool.secret.fetch-ticket-token"
+    ok(toolcat("tool", "register", old, "--source", "builtin", "--group", "core", "--tier", "default",
+               "--visibility", "public"))
+    ok(toolcat("secret", "ref", "add", "tickets-token", "--allow-tool", old))
+    ok(toolcat("route", "rule", "add", "no-purge", "--deny-tool", old))
+    ok(toolcat("tool", "rename", old, "tool.secret.get-ticket-token"))
     # when the report is made, then both are listed as uses, and the alias has the finding
-    (entry,) = report_of(toolcat, "--alias", "acme.ticket.purge")["aliases"]
+    (entry,) = report_of(toolcat, "--alias", old)["aliases"]
     assert {(u["kind"], u["holder"]) for u in entry["uses"]} == {("secret reference", "secret:tickets-token"),
                                                                 ("route rule", "rule:no-purge")}
     assert entry["status"] == "findings"
