@@ -29,7 +29,7 @@ from infra import kafka_clients
 from infra.http.auth import TokenBook, tokens_configured
 from infra.http.hosts import HostCheck, served_names
 from infra.http.mcp_endpoint import McpEndpoint
-from infra.http.server import _bind
+from infra.http.server import bind
 from infra.mcp.gateway.decisions import DecisionLog, as_message
 from infra.mcp.gateway.gateway import Gateway
 from infra.mcp.gateway.kafka_sets import KafkaFeed, KafkaSets
@@ -76,7 +76,7 @@ def serve_gateway(settings: Settings, host: str, port: int, say: Callable[[str],
         raise UsageError(f"no tokens in {settings.home}: an MCP session needs a token bound to a subject "
                          "('toolcat token create NAME --subject agent:A --scope call'); the replicas share "
                          "the home's token file", home=str(settings.home))
-    sock = _bind(host, port)
+    sock = bind(host, port)
     sets = KafkaSets()
     feed = KafkaFeed(sets, kafka_clients.consumer(settings, None), kafka_clients.consumer(settings, None),
                      settings.kafka_events_topic, settings.kafka_effective_topic)

@@ -27,7 +27,7 @@ from infra.settings import Settings
 GRACEFUL_SECONDS = 30
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not left 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on the
     # connections of a socket that says it is TCP. With Nagle on, an answer written in two pieces (its
@@ -68,7 +68,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     _check_can_serve(settings, host)
     # The address it listens on is a name the server serves (Host and Origin: infra/http/hosts.py).
     settings = settings.model_copy(update={"allowed_hosts": [*settings.allowed_hosts, host]})
-    sock = _bind(host, port)
+    sock = bind(host, port)
     try:
         state = ServerState(settings, source, ServerMetrics())
     except BaseException:

@@ -25,7 +25,7 @@ from domain.routing import RouteRule
 from consumers.changelog import CAUGHT_UP_KEY
 from domain.subjects import parse_subject
 from domain.window import earliest_removal
-from infra.mcp.gateway.source import Changed, Descriptor, Directory, Name, SubjectSet
+from infra.mcp.gateway.source import Changed, Descriptor, Directory, Name, SubjectSet, subscription
 
 
 class DirectoryFold:
@@ -242,13 +242,7 @@ class KafkaSets:
             return self._fold.scopes(subject)
 
     def subscribe(self, listener: Changed) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._listeners.remove(listener)
-        return unsubscribe
+        return subscription(self._listeners, self._lock, listener)
 
     @property
     def position(self) -> int:

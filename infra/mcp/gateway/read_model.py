@@ -19,7 +19,7 @@ from domain.errors import UnknownSubject
 from domain.mcp_servers import Connection
 from domain.routing import RouteRule
 from domain.subjects import parse_subject
-from infra.mcp.gateway.source import Changed, Descriptor, Directory, Name, SubjectSet
+from infra.mcp.gateway.source import Changed, Descriptor, Directory, Name, SubjectSet, subscription
 from infra.reading import current_document
 from projections import queries
 from projections.rows import run, select_rows
@@ -130,13 +130,7 @@ class ReadModelSets:
 
     # -- SetSource -------------------------------------------------------------------------------------
     def subscribe(self, listener: Changed) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._listeners.remove(listener)
-        return unsubscribe
+        return subscription(self._listeners, self._lock, listener)
 
     def subject_set(self, subject: str) -> SubjectSet:
         found = self._sets.get(subject)

@@ -31,6 +31,8 @@ block (the endpoint hands the news to its event loop).
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -40,6 +42,18 @@ from domain.routing import RouteRule, ToolFacts, decide
 
 # Listeners of set changes: (position reached, the subjects whose set changed or None for any).
 Changed = Callable[[int, "list[str] | None"], None]
+
+
+def subscription(listeners: list[Changed], lock: threading.Lock | threading.RLock, listener: Changed
+                 ) -> Callable[[], None]:
+    """`listener` added to a source's `listeners` (under its `lock`); the function that removes it again."""
+    with lock:
+        listeners.append(listener)
+
+    def unsubscribe() -> None:
+        with lock, contextlib.suppress(ValueError):
+            listeners.remove(listener)
+    return unsubscribe
 
 # How a name asked by a subject resolved (`Resolution.outcome`), each with the reason code the decision
 # log records. Forwarded: canonical, alias (a supported alias or a shim), deprecated (inside its window).
