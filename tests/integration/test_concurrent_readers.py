@@ -202,7 +202,9 @@ def test_readers_and_analysts_are_never_locked_out_nor_see_a_torn_state(
                 positions.append(row["p"])
             else:
                 assert document["subject"] == "agent:x"
-                position = document["position"]
+                # `position` is the subject's last change; the state read is `read_model_position`
+                position = document["read_model_position"]
+                assert document["position"] <= position
                 assert start <= position <= head
                 assert not any(first <= position < end for first, end in spans), \
                     f"position {position} lies inside one write's events"
