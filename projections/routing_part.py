@@ -24,6 +24,7 @@ class RoutingPart(BufferedPart):
             "RouteRules.Started": lambda e, data: None,
             "RouteRules.RuleAdded": self.rule_added,
             "RouteRules.RuleRemoved": self.rule_removed,
+            "RouteRules.RuleRewritten": self.rule_added,  # the same rule, its tool names now canonical
             "Node.Opened": self.node_opened,
             "Node.Paired": lambda e, data: self._node_change(e, paired=True),
             "Node.Unpaired": lambda e, data: self._node_change(e, paired=False, ready=False),
@@ -34,6 +35,7 @@ class RoutingPart(BufferedPart):
             "Node.ToolDenied": self.tool_denied,
             "Node.Attached": lambda e, data: self._node_change(e, lane=data["lane"]),
             "SecretRef.Added": self.secret_ref_added,
+            "SecretRef.ToolsRewritten": self.secret_ref_added,  # the same reference, its tool IDs canonical
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
