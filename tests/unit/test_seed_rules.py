@@ -545,3 +545,16 @@ def test_rule_20_a_secret_references_allowed_tool_is_migrated_too(renamed_with_r
     assert types(app.migrate_alias("tool.secret.paste", META)) == ["SecretRef.ToolsRewritten"]
     assert list(app.get_or_none(secret_ref_key("github-token"), SecretRef).allowed.values()) == [
         "tool.secret.copy-to-node-clipboard-2"]
+
+
+def test_rule_20_an_allowlist_naming_the_old_id_again_after_step_2_blocks_the_retirement(renamed_with_references):
+    app = renamed_with_references
+    app.migrate_alias("acme.ticket.create", META)
+    app.record_step("acme.ticket.create", 2, "data migrated", META)
+    app.set_allowlist("triage", ["acme.ticket.create"], META)  # named again: retiring would disable it silently
+    app.publish_release("1.0.0", META)
+
+    with rejected(app, LegacyReferences, "legacy_references") as info:
+        app.retire_alias("acme.ticket.create", "1.0.0", META)
+    assert info.value.details["references"] == [{"kind": "allowlist", "holder": "agent:triage"}]
+    assert "before retiring it" in info.value.message
