@@ -132,7 +132,8 @@ TOUCH_NO_SET = {
     # an MCP server's entry and sync evidence; the tools a sync brings are Tool events of their own
     "McpServer.Added", "McpServer.Changed", "McpServer.Removed", "McpServer.Synced",
     "Releases.Planned", "Releases.Published", "Releases.Started", "RouteRules.RuleAdded", "RouteRules.RuleRemoved",
-    "RouteRules.RuleRewritten", "RouteRules.Started", "SecretRef.Added", "SecretRef.ToolsRewritten",
+    "RouteRules.RuleRewritten", "RouteRules.Started", "SecretAliases.AliasAdded", "SecretAliases.Opened",
+    "SecretRef.Added", "SecretRef.ToolsRewritten",
     "Tool.Classified", "Tool.MilestoneRecorded", "Tool.StepRecorded"}
 
 
