@@ -667,3 +667,18 @@ def test_removal_step_2_over_http_is_refused_while_an_allowlist_names_the_old_id
     migrated = write(admin, "/v1/alias/migrate", {"alias": DEPRECATED})
     assert [e["type"] for e in migrated["events"]] == ["Agent.AllowlistSet"]
     assert write(admin, "/v1/alias/migrate", {"alias": DEPRECATED})["events"] == []
+
+
+def test_a_secret_alias_over_http_is_the_command_lines_with_its_refusals(admin: httpx.Client) -> None:
+    # given the story's github-token (for the clipboard tool) and an alias of it in triage's scope
+    added = write(admin, "/v1/secret/alias/add", {"subject": "agent:triage", "alias": "gh", "ref": "github-token",
+                                                  "display_name": "GitHub token"})
+    assert [e["type"] for e in added["events"]] == ["SecretAliases.Opened", "SecretAliases.AliasAdded"]
+    problem(admin.post("/v1/secret/alias/add", json={"subject": "agent:triage", "alias": "gh",
+                                                     "ref": "github-token"}), 422, "duplicate_secret_alias")
+    # when it is resolved for another agent, or for a tool the reference does not allow: the same codes
+    fresh = {"min_position": added["position"]}
+    path = "/v1/subjects/{}/secret-aliases/gh"
+    problem(admin.get(path.format("agent:nobody"), params={"tool": "tool.secret.copy-to-node-clipboard", **fresh}),
+            422, "unknown_secret_alias")
+    problem(admin.get(path.format("agent:triage"), params={"tool": "read", **fresh}), 422, "secret_ref_not_allowed")
