@@ -129,6 +129,15 @@ class RouteRules(Aggregate):
         def apply(self, book: RouteRules) -> None:
             book.rules.pop(self.rule_id, None)
 
+    class RuleRewritten(Event):
+        """The rule's tool names rewritten to the canonical IDs (`alias migrate`); its tool keys never change."""
+
+        TOPIC = "RouteRules.RuleRewritten"
+        rule: dict[str, Any]
+
+        def apply(self, book: RouteRules) -> None:
+            book.rules[self.rule["rule_id"]] = RouteRule.model_validate(self.rule)
+
     def __init__(self) -> None:
         self.rules: dict[str, RouteRule]
 
@@ -146,3 +155,6 @@ class RouteRules(Aggregate):
         if rule_id not in self.rules:
             raise UnknownRouteRule(f"no route rule '{rule_id}'", rule_id=rule_id, known=sorted(self.rules))
         record(self, self.RuleRemoved, meta, rule_id=rule_id)
+
+    def rewrite(self, rule: RouteRule, meta: Meta) -> None:
+        record(self, self.RuleRewritten, meta, rule=rule.model_dump(mode="json"))

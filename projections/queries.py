@@ -10,6 +10,7 @@ import orjson
 
 from domain.errors import RetiredAlias, Unavailable, UnknownTool, UsageError
 from domain.grammar import check_id_text
+from domain.recording_flags import Published, backdated_retirement, late_milestones
 from domain.window import REMOVAL_STEPS, earliest_removal
 from projections.tracking import PROJECTION
 from projections.rows import run, scalar, select_rows
@@ -154,7 +155,20 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
                    "retired_release": entry["retired_release"]},
         "milestones": milestones,
         "steps": steps,
+        "flags": recording_flags(con, alias, entry),
     }
+
+
+def recording_flags(con: duckdb.DuckDBPyConnection, alias: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Milestones recorded long after their release, and a retirement back-dated to an older release
+    (domain/recording_flags.py): flags for a person to judge, not findings."""
+    releases: dict[str, Published] = {
+        r["version"]: {"seq": r["seq"], "position": r["position"], "recorded_at": r["recorded_at"]}
+        for r in select_rows(con, "SELECT version, seq, position, recorded_at FROM releases")}
+    stamped = select_rows(con, "SELECT milestone AS name, release, position, recorded_at FROM alias_milestones "
+                               "WHERE alias = ? ORDER BY position", [alias])
+    return [*late_milestones(stamped, releases),
+            *backdated_retirement(entry["retired_release"], entry["retired_position"], releases)]
 
 
 def deprecation(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any] | None:

@@ -120,3 +120,15 @@ class SecretRefAdd(CatalogCommand):
 
     def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
         return catalog.add_secret_ref(self.ref, self.allow_tools, meta)
+
+
+class SecretAliasAdd(CatalogCommand):
+    name: ClassVar[str] = "secret alias add"
+    subject: str = Field(description="the agent whose scope the alias belongs to: agent:NAME")
+    alias: str = Field(description="the agent-scoped shorthand (a short lowercase name, never a value)")
+    ref: str = Field(description="the secret reference it stands for")
+    display_name: str | None = Field(None, description="an operator-safe label that may appear in "
+                                                       "model-visible metadata")
+
+    def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
+        return catalog.add_secret_alias(self.subject, self.alias, self.ref, self.display_name, meta)

@@ -102,6 +102,7 @@ class AuditAlias(Document):
     window: dict[str, Any]
     milestones: list[dict[str, Any]]
     steps: list[dict[str, Any]]
+    flags: list[dict[str, Any]]
 
 
 class EventRef(Document):

@@ -134,8 +134,9 @@ def check_tyrum(document: dict[str, Any], home: Path | None) -> None:
     # grants on unit:support were given through the mcp.memory.* aliases and land on memory.*
     assert now["memory.write"] == ("explicit", "support", "disabled_by_state_mode"), now
     assert now["memory.search"][:2] == ("explicit", "support"), now
-    # mcp.memory.search is retired: the allowlist entry naming it no longer admits memory.search
-    assert now["memory.search"][2] == "disabled_by_agent_allowlist", now
+    # mcp.memory.search is retired, but `alias migrate` rewrote the allowlist entry naming it before
+    # removal step 2: memory.search is still admitted
+    assert now["memory.search"][2] == "enabled", now
     for tool in expected["desktop"]:  # the agent's own pattern grant tool.desktop.*
         state = "disabled_by_state_mode" if tool in expected["requires_state"] else "disabled_by_agent_allowlist"
         assert now[tool] == ("explicit", None, state), (tool, now.get(tool))

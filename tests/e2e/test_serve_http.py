@@ -651,3 +651,34 @@ def test_head_is_answered_wherever_get_is(admin: httpx.Client, served: Served, k
     assert watch.status_code == 200 and watch.headers["content-type"].startswith("text/event-stream")
     with served.client() as anonymous:
         assert anonymous.head("/v1/tools").status_code == 401
+
+
+def test_removal_step_2_over_http_is_refused_while_an_allowlist_names_the_old_id_until_migrated(
+        admin: httpx.Client) -> None:
+    # given an agent whose allowlist names the deprecated mcp.memory.write
+    write(admin, "/v1/agent/create", {"agent": "migrating", "unit": "eng"})
+    write(admin, "/v1/agent/allowlist", {"agent": "migrating", "patterns": [DEPRECATED, "read"]})
+    # when step 2 ("stored data migrated") is recorded, then it is the command line's refusal, listing the holder
+    body = problem(admin.post("/v1/alias/step", json={"alias": DEPRECATED, "step": 2, "evidence": "migrated"}),
+                   422, "legacy_references")
+    assert body["details"]["references"] == [{"kind": "allowlist", "holder": "agent:migrating"}]
+    assert f"toolcat alias migrate {DEPRECATED}" in body["detail"]
+    # and `alias migrate` over HTTP rewrites the allowlist, once
+    migrated = write(admin, "/v1/alias/migrate", {"alias": DEPRECATED})
+    assert [e["type"] for e in migrated["events"]] == ["Agent.AllowlistSet"]
+    assert write(admin, "/v1/alias/migrate", {"alias": DEPRECATED})["events"] == []
+
+
+def test_a_secret_alias_over_http_is_the_command_lines_with_its_refusals(admin: httpx.Client) -> None:
+    # given the story's github-token (for the clipboard tool) and an alias of it in triage's scope
+    added = write(admin, "/v1/secret/alias/add", {"subject": "agent:triage", "alias": "gh", "ref": "github-token",
+                                                  "display_name": "GitHub token"})
+    assert [e["type"] for e in added["events"]] == ["SecretAliases.Opened", "SecretAliases.AliasAdded"]
+    problem(admin.post("/v1/secret/alias/add", json={"subject": "agent:triage", "alias": "gh",
+                                                     "ref": "github-token"}), 422, "duplicate_secret_alias")
+    # when it is resolved for another agent, or for a tool the reference does not allow: the same codes
+    fresh = {"min_position": added["position"]}
+    path = "/v1/subjects/{}/secret-aliases/gh"
+    problem(admin.get(path.format("agent:nobody"), params={"tool": "tool.secret.copy-to-node-clipboard", **fresh}),
+            422, "unknown_secret_alias")
+    problem(admin.get(path.format("agent:triage"), params={"tool": "read", **fresh}), 422, "secret_ref_not_allowed")
