@@ -1,0 +1,69 @@
+"""Seed rules 23-25 (docs/operators.md's rules table) through the command line on a real SQLite store and
+DuckDB read model: what tests/unit/test_seed_rules_routing.py tells of the catalog, here as an operator
+types it, as the read model answers it, and as it stood at an earlier position."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support import error_of, ok
+
+
+def head(cli: Any) -> int:
+    return ok(cli("sql", "SELECT max(position) AS p FROM events"))[0]["p"]
+
+
+# --- rule 23: `--after-all-classes` (ADR-027's match_all_classes on the "after" side) ----------------------
+
+
+@pytest.fixture
+def vault(cli: Any) -> int:
+    """Given get_vault_secret (source:sensitive and store:persistent), get_document (source:sensitive), list_db_rows
+    (store:persistent), find_web (sink:network), agent scout, and a rule denying the sink after one call to a
+    tool with both classes; returns the rule's position."""
+    ok(cli("init", "--policy", "verb-noun"))
+    for name, classes in (("get_vault_secret", ["source:sensitive", "store:persistent"]),
+                          ("get_document", ["source:sensitive"]), ("list_db_rows", ["store:persistent"]),
+                          ("find_web", ["sink:network"])):
+        ok(cli("tool", "register", name, "--source", "builtin", "--group", "retrieval", "--tier", "default",
+               "--visibility", "public", *[arg for c in classes for arg in ("--class", c)]))
+    ok(cli("unit", "create", "eng"))
+    ok(cli("agent", "create", "scout", "--unit", "eng"))
+    return ok(cli("route", "rule", "add", "no_sink_after_sensitive_store", "--deny-any-class", "sink:network",
+                  "--after-all-classes", "source:sensitive", "store:persistent"))["position"]
+
+
+def test_rule_23_after_a_call_to_a_tool_with_all_the_classes_the_sink_is_denied(vault: int, cli: Any) -> None:
+    decision = ok(cli("route", "check", "agent:scout", "--call", "find_web", "--after", "list_db_rows",
+                      "--after", "get_vault_secret"))
+
+    assert (decision["decision"], decision["matched_route_rule_id"], decision["after_tool_name"]) == (
+        "deny", "no_sink_after_sensitive_store", "get_vault_secret")
+
+
+def test_rule_23_the_classes_spread_over_two_calls_do_not_arm_the_rule(vault: int, cli: Any) -> None:
+    decision = ok(cli("route", "check", "agent:scout", "--call", "find_web", "--after", "get_document",
+                      "--after", "list_db_rows"))
+
+    assert decision["decision"] == "allow"
+
+
+def test_rule_23_the_read_model_keeps_the_after_all_classes_and_decides_as_of_before_the_rule(
+        vault: int, cli: Any) -> None:
+    [row] = ok(cli("sql", "SELECT after_all_classes, after_any_class FROM route_rules"))
+    check = ["route", "check", "agent:scout", "--call", "find_web", "--after", "get_vault_secret", "--at"]
+
+    assert row == {"after_all_classes": ["source:sensitive", "store:persistent"], "after_any_class": []}
+    assert ok(cli(*check, str(vault - 1)))["decision"] == "allow"
+    assert ok(cli(*check, str(vault)))["decision"] == "deny"
+    assert ok(cli("audit", "replay"))["matches"] is True
+
+
+def test_rule_23_a_malformed_after_class_is_refused_and_writes_nothing(vault: int, cli: Any) -> None:
+    before = head(cli)
+
+    run = cli("route", "rule", "add", "r", "--deny-any-class", "sink:network", "--after-all-classes", "Bad Label")
+
+    assert (run.code, error_of(run)["code"]) == (3, "invalid_name")
+    assert head(cli) == before

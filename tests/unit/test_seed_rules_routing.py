@@ -1,0 +1,108 @@
+"""Seed rules of routing, images and exposure selectors, one story each (the rules table of
+docs/operators.md lists them by number): 23 is ADR-027's `match_all_classes` on the "after" side of a route
+rule (seed 004), 24 images run by units (seed 002, Spring Voyage), 25 ARCH-21's reserved exposure selectors
+(seed 000). A rule a command would break is refused with a stable code (exit 3) and nothing is written.
+
+In-memory store only (no I/O); the command line and HTTP tell the same rules in
+tests/integration/test_seed_rules_routing_cli.py and tests/e2e/test_serve_http.py.
+"""
+from __future__ import annotations
+
+import pytest
+from eventsourcing.persistence import StoredEvent
+
+from domain import registry
+from domain.catalog import Catalog
+from domain.errors import InvalidName, UsageError
+from domain.naming import preset
+from domain.routing import RouteRule, RouteRules, ToolFacts, decide
+from tests.unit.conftest import META, new_catalog, rejected, spec
+
+# --- rule 23: `match_all_classes` on the "after" side (ADR-027) ----------------------------------------
+
+SENSITIVE_STORE = ToolFacts(tool_key="k-vault", canonical_id="read_vault",
+                            classes=["source:sensitive", "store:persistent"])
+SENSITIVE = ToolFacts(tool_key="k-doc", canonical_id="get_document", classes=["source:local", "source:sensitive"])
+STORE = ToolFacts(tool_key="k-db", canonical_id="query_db", classes=["store:persistent"])
+SINK = ToolFacts(tool_key="k-web", canonical_id="find_web", classes=["sink:network"])
+NO_SINK_AFTER_SENSITIVE_STORE = RouteRule(rule_id="no_sink_after_sensitive_store", deny_any_class=["sink:network"],
+                                          after_all_classes=["source:sensitive", "store:persistent"])
+EVERYONE: set[str] = set()
+
+
+def test_rule_23_given_after_all_classes_when_one_earlier_tool_has_them_all_then_denied_naming_it() -> None:
+    decision = decide(SINK, [STORE, SENSITIVE_STORE], [NO_SINK_AFTER_SENSITIVE_STORE], EVERYONE)
+
+    assert decision["decision"] == "deny"
+    assert decision["matched_route_rule_id"] == "no_sink_after_sensitive_store"
+    assert decision["after_tool_name"] == "read_vault"
+
+
+def test_rule_23_given_after_all_classes_when_the_classes_are_spread_over_two_calls_then_allowed() -> None:
+    """Each matcher reads one earlier call, as the deny side reads the call: two calls with one class each
+    are not one tool with both."""
+    decision = decide(SINK, [SENSITIVE, STORE], [NO_SINK_AFTER_SENSITIVE_STORE], EVERYONE)
+
+    assert decision["decision"] == "allow"
+
+
+def test_rule_23_after_any_and_all_classes_combine_on_the_same_earlier_call() -> None:
+    both = NO_SINK_AFTER_SENSITIVE_STORE.model_copy(update={"after_any_class": ["source:local"]})
+
+    assert decide(SINK, [SENSITIVE_STORE], [both], EVERYONE)["decision"] == "allow"  # not source:local
+    local_vault = SENSITIVE_STORE.model_copy(update={"classes": [*SENSITIVE_STORE.classes, "source:local"]})
+    assert decide(SINK, [local_vault], [both], EVERYONE)["decision"] == "deny"
+
+
+@pytest.fixture
+def catalog() -> Catalog:
+    app = new_catalog()
+    app.init(preset("verb-noun"), META)
+    app.register_tool("find_web", spec(classes=["sink:network"]), META)
+    return app
+
+
+def test_rule_23_when_added_then_the_event_records_the_after_all_classes(catalog: Catalog) -> None:
+    result = catalog.add_route_rule({"rule_id": "r", "deny_any_class": ["sink:network"],
+                                     "after_all_classes": ["source:sensitive", "store:persistent"]}, META)
+
+    assert result.events[-1].type == "RouteRules.RuleAdded"
+    stored = catalog.history(after=result.position - 1, limit=1)[0].state["rule"]
+    assert stored["after_all_classes"] == ["source:sensitive", "store:persistent"]
+
+
+@pytest.mark.parametrize(("rule", "error", "code"), [
+    ({"after_all_classes": ["Source Sensitive"], "deny_any_class": ["sink:network"]}, InvalidName, "invalid_name"),
+    ({"after_all_classes": ["source:sensitive"]}, UsageError, "usage"),  # nothing denied
+])
+def test_rule_23_given_a_bad_after_all_classes_rule_when_added_then_refused_and_nothing_written(
+        catalog: Catalog, rule: dict, error: type, code: str) -> None:
+    with rejected(catalog, error, code):
+        catalog.add_route_rule({"rule_id": "r", **rule}, META)
+
+
+def test_rule_23_a_v1_rule_added_event_reads_with_no_after_all_classes() -> None:
+    stored_v1 = {"rule": {"rule_id": "r", "deny_any_class": ["sink:network"], "deny_all_classes": [],
+                          "deny_tool": None, "deny_tool_key": None, "after_any_class": ["source:sensitive"],
+                          "after_tool": None, "after_tool_key": None, "scope": None}}
+
+    upcast = registry.upcast("RouteRules.RuleAdded", 1, stored_v1)
+
+    assert upcast["rule"] == {**stored_v1["rule"], "after_all_classes": []}
+    assert "after_all_classes" not in stored_v1["rule"]  # the stored form itself is never changed
+    assert RouteRule.model_validate(upcast["rule"]).triggered_by([SENSITIVE]) == SENSITIVE
+    assert RouteRules.RuleAdded.class_version == 2
+
+
+def test_rule_23_a_v1_rule_added_event_in_the_store_maps_to_a_rule_with_no_after_all_classes(catalog: Catalog) -> None:
+    catalog.add_route_rule({"rule_id": "r", "deny_any_class": ["sink:network"]}, META)
+    [stored] = [n for n in catalog.recorder.select_notifications(start=1, limit=100)
+                if n.topic == "RouteRules.RuleAdded"]
+    state = catalog.mapper.transcoder.decode(stored.state)
+    del state["class_version"], state["rule"]["after_all_classes"]  # as version 1 stored it
+
+    event = catalog.mapper.to_domain_event(StoredEvent(
+        originator_id=stored.originator_id, originator_version=stored.originator_version,
+        topic=stored.topic, state=catalog.mapper.transcoder.encode(state)))
+
+    assert event.rule["after_all_classes"] == []
