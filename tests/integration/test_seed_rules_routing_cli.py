@@ -67,3 +67,18 @@ def test_rule_23_a_malformed_after_class_is_refused_and_writes_nothing(vault: in
 
     assert (run.code, error_of(run)["code"]) == (3, "invalid_name")
     assert head(cli) == before
+
+
+# --- rule 25: ARCH-21's reserved exposure selectors ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["effective", "agent:scout"], ["explain", "agent:scout", "find_web"],
+                                  ["who-can", "find_web"], ["tool", "list"]])
+@pytest.mark.parametrize("selector", ["--execution-profile", "--conversation-kind"])
+def test_rule_25_an_inventory_read_refuses_a_reserved_selector_with_exit_3(
+        vault: int, cli: Any, args: list[str], selector: str) -> None:
+    run = cli(*args, selector, "coding")
+
+    assert (run.code, error_of(run)["code"]) == (3, "unsupported_selector")
+    assert error_of(run)["details"]["selector"] == selector.removeprefix("--").replace("-", "_")
+    assert ok(cli(*args))  # without it, the subject's answer

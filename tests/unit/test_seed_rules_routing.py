@@ -16,6 +16,7 @@ from domain.catalog import Catalog
 from domain.errors import InvalidName, UsageError
 from domain.naming import preset
 from domain.routing import RouteRule, RouteRules, ToolFacts, decide
+from domain.selectors import UnsupportedSelector, refuse_selectors
 from tests.unit.conftest import META, new_catalog, rejected, spec
 
 # --- rule 23: `match_all_classes` on the "after" side (ADR-027) ----------------------------------------
@@ -106,3 +107,27 @@ def test_rule_23_a_v1_rule_added_event_in_the_store_maps_to_a_rule_with_no_after
         topic=stored.topic, state=catalog.mapper.transcoder.encode(state)))
 
     assert event.rule["after_all_classes"] == []
+
+
+# --- rule 25: ARCH-21's reserved exposure selectors are refused, never ignored ----------------------------
+
+
+@pytest.mark.parametrize("selector", ["execution_profile", "conversation_kind"])
+def test_rule_25_when_a_reserved_exposure_selector_is_given_then_unsupported_selector_naming_it(selector: str) -> None:
+    with pytest.raises(UnsupportedSelector) as info:
+        refuse_selectors({"subject": "agent:scout", selector: "coding"})
+
+    assert (info.value.code, info.value.exit_code) == ("unsupported_selector", 3)
+    assert info.value.details["selector"] == selector
+    assert info.value.details["reserved"] == ["execution_profile", "conversation_kind"]
+    assert f"leave {selector} out" in info.value.message and "coding" not in info.value.message
+
+
+@pytest.mark.parametrize("selector", ["conversation_id", "turn_id"])
+def test_rule_25_a_context_report_selector_is_no_exposure_selector_either(selector: str) -> None:
+    with pytest.raises(UnsupportedSelector, match="context-report selector"):
+        refuse_selectors({selector: "c-1"})
+
+
+def test_rule_25_without_a_selector_the_read_goes_on() -> None:
+    refuse_selectors({"subject": "agent:scout", "execution_profile": None, "at": 3})
