@@ -13,11 +13,13 @@ from eventsourcing.persistence import StoredEvent
 
 from domain import registry
 from domain.catalog import Catalog
-from domain.errors import InvalidName, UsageError
+from domain.errors import InvalidName, NamespaceOwned, ReservedPrefix, UnknownSubject, UsageError
+from domain.manifest import Manifest
 from domain.naming import preset
+from domain.plan_diff import plan_commands
 from domain.routing import RouteRule, RouteRules, ToolFacts, decide
 from domain.selectors import UnsupportedSelector, refuse_selectors
-from tests.unit.conftest import META, new_catalog, rejected, spec
+from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
 
 # --- rule 23: `match_all_classes` on the "after" side (ADR-027) ----------------------------------------
 
@@ -107,6 +109,68 @@ def test_rule_23_a_v1_rule_added_event_in_the_store_maps_to_a_rule_with_no_after
         topic=stored.topic, state=catalog.mapper.transcoder.encode(state)))
 
     assert event.rule["after_all_classes"] == []
+
+
+# --- rule 24: images run by units (Spring Voyage, seed 002) ----------------------------------------------
+
+
+def test_rule_24_when_a_unit_declares_its_image_then_the_unit_records_it_and_registers_its_tools() -> None:
+    app = spring_voyage_story()
+
+    result = app.declare_image("unit:research", "acme/librarian:1.1", ["acme.cite", "acme.summarize"], META)
+
+    assert types(result)[-1] == "Unit.ImageDeclared"
+    unit = app.unit("research")
+    assert (unit.image, unit.image_tools) == ("acme/librarian:1.1", ["acme.cite", "acme.summarize"])
+    assert app.agent("scout").image is None  # the unit's agent runs no image by it
+
+
+def test_rule_24_an_agent_is_named_as_before_or_as_agent_colon_name() -> None:
+    app = spring_voyage_story()
+
+    assert types(app.declare_image("scout", "acme/scout:1.0", ["acme.cite"], META))[-1] == "Agent.ImageDeclared"
+    assert types(app.declare_image("agent:scout", "acme/scout:1.1", ["acme.cite"], META))[-1] == \
+        "Agent.ImageDeclared"
+
+
+def test_rule_24_when_an_unknown_unit_declares_an_image_then_unknown_subject_and_nothing_written() -> None:
+    app = spring_voyage_story()
+
+    with rejected(app, UnknownSubject, "unknown_subject") as info:
+        app.declare_image("unit:nowhere", "acme/librarian:1.1", ["acme.cite"], META)
+    assert info.value.details["subject"] == "unit:nowhere"
+
+
+def test_rule_24_a_units_image_keeps_the_platform_and_the_publishers_namespaces() -> None:
+    app = spring_voyage_story()
+    app.declare_image("unit:org", "acme/librarian:1.1", ["acme.cite"], META)
+
+    with rejected(app, ReservedPrefix, "reserved_prefix"):
+        app.declare_image("unit:research", "acme/librarian:1.1", ["sv.memory.forget"], META)
+    with rejected(app, NamespaceOwned, "namespace_owned"):
+        app.declare_image("unit:research", "evil/rogue:1.0", ["acme.exfiltrate"], META)
+
+
+@pytest.mark.parametrize("subject", ["unit:", "group:eng"])
+def test_rule_24_a_malformed_subject_is_a_usage_error_and_writes_nothing(subject: str) -> None:
+    app = spring_voyage_story()
+
+    with rejected(app, UsageError, "usage"):
+        app.declare_image(subject, "acme/librarian:1.1", ["acme.cite"], META)
+
+
+def test_rule_24_a_manifest_declares_a_units_image_and_never_drops_one() -> None:
+    librarian = {"ref": "acme/librarian:1.1", "tools": ["acme.cite"]}
+    running = Manifest.model_validate({"policy": "spring-voyage", "units": {"eng": {"image": librarian}}})
+    bare = Manifest.model_validate({"policy": "spring-voyage", "units": {"eng": {}}})
+
+    planned = [" ".join(c.argv) for c in plan_commands(running, bare, fresh=False).commands]
+    dropped = plan_commands(bare, running.with_implied_tools(), fresh=False)
+
+    assert planned[-1] == "image declare unit:eng --image acme/librarian:1.1 --tool acme.cite"
+    assert planned[0].startswith("tool register acme.cite --source image")  # implied, as an agent's image's
+    assert "unit 'eng' declares image 'acme/librarian:1.1'; an image declaration is replaced, never removed" in [
+        v.message for v in dropped.violations]
 
 
 # --- rule 25: ARCH-21's reserved exposure selectors are refused, never ignored ----------------------------
