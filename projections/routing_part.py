@@ -10,7 +10,7 @@ from projections.catalog_part import Handler, when
 from projections.envelope import Envelope
 from projections.rows import BufferedPart, HistoryRows, select_rows
 
-_RULE_LISTS = ("deny_any_class", "deny_all_classes", "after_any_class")
+_RULE_LISTS = ("deny_any_class", "deny_all_classes", "after_any_class", "after_all_classes")
 _RULE_NAMES = ("deny_tool", "deny_tool_key", "after_tool", "after_tool_key", "scope")
 
 

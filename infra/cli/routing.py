@@ -50,7 +50,8 @@ def _route_commands(commands: Commands) -> None:
     p.add_argument("rule_id", metavar="RULE_ID")
     for flag, text in (("--deny-any-class", "deny a call to a tool with any of these classes"),
                        ("--deny-all-classes", "deny a call to a tool with all of these classes"),
-                       ("--after-any-class", "only after an earlier call to a tool with any of these classes")):
+                       ("--after-any-class", "only after an earlier call to a tool with any of these classes"),
+                       ("--after-all-classes", "only after an earlier call to a tool with all of these classes")):
         p.add_argument(flag, action="extend", nargs="+", metavar="C", help=text)
     p.add_argument("--deny-tool", metavar="ID", help="deny calls to this tool, by any of its names")
     p.add_argument("--after-tool", metavar="ID", help="only after an earlier call to this tool")

@@ -218,6 +218,33 @@ def test_write_errors_are_problems_with_the_stable_codes(admin: httpx.Client) ->
     problem(admin.get("/v1/no/such/thing"), 404, "not_found")
 
 
+def test_arch_21s_exposure_selectors_are_refused_with_the_command_lines_code_never_ignored(
+        admin: httpx.Client) -> None:
+    """Seed rule 24: ARCH-21 reserves execution_profile and conversation_kind; the catalog has neither, so an
+    inventory read given one answers 422 unsupported_selector, as the command line exits 3 with it."""
+    inventory = ["/v1/subjects/agent:triage/effective", "/v1/subjects/agent:triage/explain/read", "/v1/tools",
+                 "/v1/tools/read/who-can", "/v1/subjects/agent:triage/watch"]
+    for path in inventory:
+        for selector in ("execution_profile", "conversation_kind", "conversation_id", "turn_id"):
+            body = problem(admin.get(path, params={selector: "coding"}), 422, "unsupported_selector")
+            assert body["details"]["selector"] == selector, path
+    assert admin.get(inventory[0]).status_code == 200
+
+
+def test_a_unit_runs_an_image_over_http_and_an_agents_body_is_taken_as_before(admin: httpx.Client) -> None:
+    """Seed rule 23: `subject` names the unit or agent running the image; a body naming `agent` (the field's
+    name before units ran images) is still an agent's declaration."""
+    image = {"image": "shelf/librarian:1.1", "tools": ["shelf.cite"]}
+    declared = write(admin, "/v1/image/declare", {"subject": "unit:eng", **image})
+    assert declared["events"][-1]["type"] == "Unit.ImageDeclared"
+    rows = admin.get("/v1/subjects/unit:eng/effective", params={"min_position": declared["position"]}).json()["tools"]
+    assert {"tool_id": "shelf.cite", "provenance": "image"}.items() <= next(
+        row for row in rows if row["tool_id"] == "shelf.cite").items()
+    assert write(admin, "/v1/image/declare", {"agent": "triage", **image})["events"][-1]["type"] == \
+        "Agent.ImageDeclared"
+    problem(admin.post("/v1/image/declare", json={"subject": "unit:nowhere", **image}), 404, "unknown_subject")
+
+
 def test_a_secret_reference_over_http_takes_no_value_and_never_repeats_one(admin: httpx.Client) -> None:
     value = "ghp_Pl4nt3dOverHttp77"
     refused = admin.post("/v1/secret/ref/add", json={"ref": "deploy-key", "value": value,
