@@ -21,6 +21,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from infra.http.console_subjects import console_subjects_router
 from infra.http.web import web_router
 from infra.report_html import timeline_svg
 from infra.timeline_svg import marks
@@ -62,6 +63,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     with closing(duckdb.connect(str(home / "catalog.duckdb"), read_only=True)) as con:
         app = FastAPI()
         app.include_router(web_router(con.cursor))
+        app.include_router(console_subjects_router(con.cursor))
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
