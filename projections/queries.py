@@ -128,7 +128,7 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     if not rows:
         raise UnknownTool(f"no alias '{alias}' in the catalog", tool_id=alias)
     entry = rows[0]
-    milestones = select_rows(con, "SELECT milestone AS name, release, position, evidence FROM "
+    milestones = select_rows(con, "SELECT milestone AS name, release, position, evidence, recorded_at FROM "
                                   "alias_milestones WHERE alias = ? ORDER BY position", [alias])
     steps = _named_steps(select_rows(con, "SELECT step, position, recorded_at, actor, evidence FROM alias_steps "
                                           "WHERE alias = ? ORDER BY step", [alias]))
@@ -136,8 +136,8 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     if entry["deprecated_position"] is not None:
         opened = scalar(con, "SELECT version FROM releases WHERE position > ? ORDER BY seq LIMIT 1",
                         [entry["deprecated_position"]])
-    for step in steps:
-        step["recorded_at"] = step["recorded_at"].isoformat(timespec="microseconds")
+    for recorded in (*milestones, *steps):
+        recorded["recorded_at"] = recorded["recorded_at"].isoformat(timespec="microseconds")
     deprecated = None  # when and by whom the window opened
     if entry["deprecated_position"] is not None:
         found = select_rows(con, "SELECT position, recorded_at, actor FROM events WHERE position = ?",

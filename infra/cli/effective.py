@@ -3,19 +3,16 @@ and why the subject sees (or not) one tool."""
 from __future__ import annotations
 
 import argparse
-import re
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import UnknownSubject, UsageError
-from domain.subjects import parse_effective_at, parse_subject
+from domain.subjects import as_of_instant, parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands
 from projections.schema import EFFECTIVE_FIELDS
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
     from infra.context import Context
-
-DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def register(commands: Commands) -> None:
@@ -75,14 +72,6 @@ def moment(ctx: Context) -> int | None:
             raise UsageError(f"--at {a.at} is outside the history (0 to {head})", head=head)
         return a.at
     return None if a.as_of is None else queries.position_at_time(con, as_of_instant(a.as_of))
-
-
-def as_of_instant(text: str) -> str:
-    """The instant an --as-of names: a date alone means the end of that day in UTC (everything recorded on
-    it counts), never its first microsecond."""
-    if DATE_ONLY.fullmatch(text):
-        return f"{text}T23:59:59.999999+00:00"
-    return text
 
 
 def stamped(ctx: Context, document: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The web page `toolcat serve` shows at `/`: server-rendered HTML, no build step.
 
 `/` the catalog by family with lifecycle badges, every alias in its deprecation window with the audit
-report's timeline picture, and the subjects; `/subjects/{subject}` a subject's effective set with
-provenance and exposure; `/subjects/{subject}/tools/{tool}` why the subject sees (or not) the tool.
+report's timeline picture, and the subjects. The pages of a subject, the deprecations, the MCP servers and
+the gateway's denials are console_subjects.py's; every page's header shows the last chain check.
 
 The data comes from the read-side functions the CLI answers with (projections/queries.py, projections/effective/reads.py).
 The templates (templates/*.html) autoescape everything: every value from the history is data, never
@@ -11,6 +11,7 @@ drawn by infra/report_html.py, which escapes its text itself.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import groupby
@@ -23,14 +24,13 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from domain.errors import ToolcatError, UnknownSubject
+from domain.errors import ToolcatError
 from domain.grammar import visible
-from domain.subjects import parse_subject
 from infra.http.problems import status_of
 from infra.report_html import STYLE, timeline_svg
 from projections.audit_report import audit_report
 from projections import queries
-from projections.effective.reads import explanation, subjects_at
+from projections.effective.reads import subjects_at
 from projections.tracking import read_tracking
 
 Reader = Callable[[], duckdb.DuckDBPyConnection]
@@ -43,12 +43,21 @@ padding:.05rem .4rem;border-radius:.6rem;margin:0 .15rem;background:#e6e9ef}
 .retired,.invalid,.drift,.error{background:#fde2e1}.in_sync{background:#dcf2e3}.shim{background:#ece3fb}
 .disabled_invalid_schema,.disabled_by_state_mode,.disabled_by_agent_allowlist{background:#fde2e1}
 span.alias-id{white-space:nowrap;margin-right:.4rem}
+.integrity{padding:.4rem .7rem;border-radius:.3rem;margin:0 0 .6rem;font-size:.9rem}
+.integrity.verified{background:#dcf2e3}.integrity.altered{background:#c62828;color:#fff}
+.integrity.altered code{color:#fff}.integrity.unverified,.integrity.pending,.integrity.off{background:#fff3cd}
+.added{background:#dcf2e3}.removed{background:#fde2e1}.changed{background:#fff3cd}
 """)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]+")
+
+
 def _segment(value: str) -> str:
-    """A value as one URL path segment (`agent:triage` → `agent%3Atriage`)."""
-    return quote(str(value), safe="")
+    """A value as one URL path segment (`agent:triage` → `agent%3Atriage`); a plain one as it is (quote's
+    character by character walk was a fifth of rendering a 200-tool page)."""
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) else quote(text, safe="")
 
 
 def _shown(value: Any) -> Any:
@@ -59,7 +68,7 @@ def _shown(value: Any) -> Any:
 
 _TEMPLATES = Environment(loader=PackageLoader("infra.http", "templates"), autoescape=True,
                          undefined=StrictUndefined, finalize=_shown)
-_TEMPLATES.filters["segment"] = _segment
+_TEMPLATES.filters["segment"] = segment = _segment
 
 
 @contextmanager
@@ -96,61 +105,41 @@ def catalog_view(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "subjects": [f"{kind}:{name}" for kind, name in subjects_at(con)]}
 
 
-def _existing_subject(con: duckdb.DuckDBPyConnection, subject: str) -> tuple[str, str]:
-    kind, name = parse_subject(subject)
-    if not queries.subject_exists(con, kind, name):
-        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
-    return kind, name
-
-
-def subject_view(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
-    kind, name = _existing_subject(con, subject)
-    return {"subject": f"{kind}:{name}", "tools": queries.current_effective(con, f"{kind}:{name}")}
-
-
-def explain_view(con: duckdb.DuckDBPyConnection, subject: str, tool_id: str) -> dict[str, Any]:
-    kind, name = _existing_subject(con, subject)
-    return explanation(con, (kind, name), queries.lookup(con, tool_id))
-
-
 def render(template: str, **context: Any) -> str:
     """A page of templates/ (the sign-in pages' too, infra/http/signin.py)."""
     return _TEMPLATES.get_template(template).render(style=_STYLE, **context)
 
 
-def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]],
-          session: dict[str, str] | None = None) -> HTMLResponse:
-    """`session`: who the browser is signed in as, for the sign-out form (None: not signed in)."""
+def render_page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]],
+                session: dict[str, str] | None = None, integrity: dict[str, Any] | None = None) -> HTMLResponse:
+    """`session`: who the browser is signed in as, for the sign-out form (None: not signed in);
+    `integrity`: the server's last chain check for the header (infra/http/integrity.py; None: not known)."""
     try:
         with _consistent(reader) as con:
             context = view(con) | {"position": read_tracking(con).position}
     except ToolcatError as error:
         status = status_of(error)
-        html = render("error.html", status=status, code=error.code, message=error.message, session=session)
+        html = render("error.html", status=status, code=error.code, message=error.message, session=session,
+                      integrity=integrity)
         return HTMLResponse(html, status_code=status)
-    return HTMLResponse(render(template, session=session, **context))
+    return HTMLResponse(render(template, session=session, integrity=integrity, **context))
 
 
 def web_router(reader: Reader, *dependencies: Any,
                mcp_drift: Callable[[], dict[str, Any] | None] = lambda: None,
-               session: Callable[[Request], dict[str, str] | None] = lambda request: None) -> APIRouter:
+               session: Callable[[Request], dict[str, str] | None] = lambda request: None,
+               integrity: Callable[[], dict[str, Any] | None] = lambda: None) -> APIRouter:
     """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
     each page closes when done. `dependencies` run before every page (the server's: the `read` scope).
     `mcp_drift()`: what the server's MCP drift check found (infra/http/mcp_drift.py; None: it is off).
-    `session(request)`: who the browser is signed in as (infra/http/signin.py; None: not signed in)."""
+    `session(request)`: who the browser is signed in as (infra/http/signin.py; None: not signed in).
+    `integrity()`: the server's last chain check (infra/http/integrity.py; None: not known).
+    A subject's pages are console_subjects.py's."""
     router = APIRouter(include_in_schema=False, dependencies=list(dependencies))
 
     @router.get("/", response_class=HTMLResponse)
     def catalog_page(request: Request) -> HTMLResponse:
-        return _page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()},
-                     session(request))
-
-    @router.get("/subjects/{subject}", response_class=HTMLResponse)
-    def subject_page(request: Request, subject: str) -> HTMLResponse:
-        return _page(reader, "subject.html", lambda con: subject_view(con, subject), session(request))
-
-    @router.get("/subjects/{subject}/tools/{tool}", response_class=HTMLResponse)
-    def explain_page(request: Request, subject: str, tool: str) -> HTMLResponse:
-        return _page(reader, "explain.html", lambda con: explain_view(con, subject, tool), session(request))
+        return render_page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()},
+                           session(request), integrity())
 
     return router

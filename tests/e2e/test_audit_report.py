@@ -107,7 +107,7 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     for milestone in retired["milestones"]:
         position, evidence = story["milestones"][milestone["name"]]
         assert milestone == {"name": milestone["name"], "release": "1.2.0", "position": position,
-                             "evidence": evidence}
+                             "evidence": evidence, "recorded_at": milestone["recorded_at"]}
 
     assert [s["step"] for s in retired["steps"]] == [1, 2, 3, 4, 5]
     for step in retired["steps"]:

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from infra.http.auth import create_token
+from tests.browser import parse_dom
 from tests.doc_text import code_blocks, section
 from tests.serving import Served, posted, serving, tokens
 from tests.support import PROJECT_ROOT, run_in_process, toolcat_environ, toolcat_in_process
@@ -202,6 +203,14 @@ def test_an_agent_lists_calls_loses_its_grant_is_told_and_refused_and_all_is_on_
     explained = gateway.admin.get("/v1/subjects/agent:triage/explain/mcp.time.get_current_time").json()
     assert explained["visible"] is False
     assert explained["left_at"]["position"] == position and explained["left_at"]["type"] == "Grants.Revoked"
+    # And the console's denials page shows the refusal: who asked, for what, and why
+    denials = parse_dom(gateway.admin.get("/gateway/denials").text).all("tr", class_="denial")
+    shown = [row.text() for row in denials if "mcp.time.get_current_time" in row.text()]
+    assert len(shown) == 1 and "agent:triage" in shown[0] and "not_in_set" in shown[0] and "triage-bot" in shown[0]
+    # and its MCP servers page lists each server with its last sync
+    servers = {row.attrs["data-server"]: row.text()
+               for row in parse_dom(gateway.admin.get("/mcp").text).all("tr", class_="mcp-server")}
+    assert {"time", "flaky", "gone"} <= set(servers) and "never synced" not in servers["time"]
 
 
 def _eventually(gateway: Gateway, count: int, query: str) -> list[dict[str, Any]]:

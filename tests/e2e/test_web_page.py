@@ -21,6 +21,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from infra.http.console_subjects import console_subjects_router
 from infra.http.web import web_router
 from infra.report_html import timeline_svg
 from infra.timeline_svg import marks
@@ -62,6 +63,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     with closing(duckdb.connect(str(home / "catalog.duckdb"), read_only=True)) as con:
         app = FastAPI()
         app.include_router(web_router(con.cursor))
+        app.include_router(console_subjects_router(con.cursor))
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
@@ -191,6 +193,19 @@ def test_values_from_the_history_are_shown_as_text_and_never_run(browser: str, s
         assert dom.one("title").text() != "pwned"
         (row,) = [r for r in dom.all("tr", data_tool="acme.notes.render")]
         assert HOSTILE in row.text()
+    # the same description in a past set, and the tool's name among the changes, on the console's pages
+    head = audit_report(site.con)["position"]
+    for path in (f"{subject_path('agent:triage')}?at={head}&from=0&to={head}", "/deprecations"):
+        status, html = site.get(path)
+        assert status == 200
+        assert "<script" not in html and "<img" not in html
+        dom = rendered(site, path, tmp_path)
+        assert dom.all("script") == [] and dom.all("img") == []
+        assert dom.one("title").text() != "pwned"
+    dom = parse_dom(site.get(f"{subject_path('agent:triage')}?at={head}&from=0&to={head}")[1])
+    assert HOSTILE in dom.one("table", id="effective").one("tr", data_tool="acme.notes.render").text()
+    assert [row.attrs["data-change"] for row in dom.all("tr", class_="change", data_tool="acme.notes.render")
+            ] == ["added"]
 
 
 @pytest.mark.parametrize(("path", "status", "code"), [
