@@ -131,7 +131,7 @@ def test_every_alias_in_a_deprecation_window_has_the_audit_reports_timeline(
     _, html = site.get("/deprecations")
     for alias, window in windows.items():
         report = audit_report(site.con, alias)["aliases"][0]
-        assert window.one("span", class_="badge").text() == report["state"]
+        assert window.one("h2").all("span", class_="badge")[0].text() == report["state"]
         positions = [mark.position for mark in marks(report)]
         circles = [int(c.attrs["data-position"]) for c in window.all("circle")]
         assert sorted(circles) == sorted(positions)
