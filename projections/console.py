@@ -185,25 +185,23 @@ def tool_named(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
     """The tool an ID names (its canonical ID or any alias, retired ones too: an old link still leads to
     it): its key and canonical ID."""
     check_id_text(tool_id, non_ascii=True)
-    found = select_rows(con, "SELECT tool_key, canonical_id FROM tools WHERE canonical_id = $id UNION ALL "
-                             "SELECT t.tool_key, t.canonical_id FROM aliases a JOIN tools t USING (tool_key) "
-                             "WHERE a.alias = $id", {"id": tool_id})
+    found = select_rows(con, query("console_tool_named"), {"id": tool_id})
     if not found:
         queries.lookup(con, tool_id)  # raises unknown_tool, with its did-you-mean
         raise UnknownTool(f"no tool or alias '{tool_id}' in the catalog", tool_id=tool_id)
     return found[0]
 
 
-def tool_page(con: duckdb.DuckDBPyConnection, canonical_id: str) -> dict[str, Any]:
+def tool_page(con: duckdb.DuckDBPyConnection, named: dict[str, Any]) -> dict[str, Any]:
     """A tool's descriptor, its aliases with their windows, its schema versions with their verdicts, its
-    classes and the route rules that match it."""
-    tool = queries.tool_show(con, canonical_id)
-    key = queries.lookup(con, canonical_id)["tool_key"]
+    classes and the route rules that match it; `named`: what `tool_named` answered."""
+    key = named["tool_key"]
+    tool = queries.tool_descriptor(con, key)
     classes = run(con, "SELECT classes FROM tool_class_history WHERE tool_key = ? AND valid_to IS NULL", [key])
     tool["classes"] = list(classes[0][0]) if classes else tool["classes"]
+    facts = ToolFacts(tool_key=key, canonical_id=named["canonical_id"], classes=tool["classes"])
     return {"tool": tool, "tool_key": key, "aliases": _aliases(con, key), "schemas": schema_versions(con, key),
-            "rules": matching_rules(con, ToolFacts(tool_key=key, canonical_id=canonical_id,
-                                                   classes=tool["classes"]))}
+            "rules": matching_rules(con, facts)}
 
 
 def _aliases(con: duckdb.DuckDBPyConnection, key: str) -> list[dict[str, Any]]:
@@ -216,11 +214,7 @@ def schema_versions(con: duckdb.DuckDBPyConnection, key: str) -> list[dict[str, 
     """Each input schema version, with its verdict against the one before under the compatibility mode in
     force when it was recorded (`backward` before any was set): a version recorded in spite of it was
     accepted as incompatible (`tool update --accept-incompatible`, an MCP server that already changed)."""
-    rows = select_rows(con, """
-        SELECT h.version, h.input_schema, h.schema_valid, h.valid_from AS position, h.valid_from_time AS recorded_at,
-               coalesce((SELECT m.mode FROM compatibility_modes m WHERE m.position < h.valid_from
-                         ORDER BY m.position DESC LIMIT 1), 'backward') AS mode
-        FROM tool_schema_history h WHERE h.tool_key = ? ORDER BY h.version""", [key])
+    rows = select_rows(con, query("console_schema_versions"), {"key": key})
     before = None
     for row in rows:
         schema = orjson.loads(row["input_schema"])

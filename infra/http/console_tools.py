@@ -58,7 +58,7 @@ def tool_view(con: duckdb.DuckDBPyConnection, tool_id: str, params: dict[str, st
     history = console.tool_events(con, named["tool_key"], console.page_number(params.get("history_page"),
                                                                              "history_page"), HISTORY_PAGE)
     kept = {"as_of": as_of, "at": at_given}
-    return console.tool_page(con, named["canonical_id"]) | {
+    return console.tool_page(con, named) | {
         "asked_as": tool_id, "at": at, "as_of": as_of or "", "at_given": at_given or "",
         "at_time": recorded_at(con, at) if at is not None else None,
         "who": subjects[(who_page - 1) * WHO_PAGE:who_page * WHO_PAGE], "who_pages": pages,
