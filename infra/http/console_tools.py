@@ -48,24 +48,31 @@ def search_view(con: duckdb.DuckDBPyConnection, index: ConsoleIndex, params: dic
             "link": lambda **changed: "/search?" + _query({"q": text, **asked, "page": None} | changed), **found}
 
 
+def _holders(con: duckdb.DuckDBPyConnection, key: str, at: int | None, page: str | None) -> dict[str, Any]:
+    """A page of who can call the tool at `at` (None: now), and how many in all, how many enabled."""
+    subjects = who_can(con, key, at)
+    number = console.page_number(page, "who_page")
+    return {"who": subjects[(number - 1) * WHO_PAGE:number * WHO_PAGE],
+            "who_pages": console.pages_of(len(subjects), WHO_PAGE, number, "who_page"),
+            "who_total": len(subjects), "enabled": sum(1 for s in subjects if s["exposure"] == "enabled")}
+
+
 def tool_view(con: duckdb.DuckDBPyConnection, tool_id: str, params: dict[str, str]) -> dict[str, Any]:
     named = console.tool_named(con, tool_id)
     at_given, as_of = params.get("at") or None, params.get("as_of") or None
     at = moment(con, at_given, as_of)  # as `who-can --at/--as-of` takes it (a date: the end of that day, UTC)
-    subjects = who_can(con, named["tool_key"], at)
-    who_page = console.page_number(params.get("who_page"), "who_page")
-    pages = console.pages_of(len(subjects), WHO_PAGE, who_page, "who_page")
     history = console.tool_events(con, named["tool_key"], console.page_number(params.get("history_page"),
                                                                              "history_page"), HISTORY_PAGE)
-    kept = {"as_of": as_of, "at": at_given}
-    return console.tool_page(con, named) | {
+    kept = {"as_of": as_of, "at": at_given}  # what the page's links keep
+
+    def link(**changed: Any) -> str:
+        pages = {"who_page": params.get("who_page"), "history_page": params.get("history_page")}
+        return f"/tools/{quote(named['canonical_id'], safe='')}?" + _query(kept | pages | changed)
+
+    return console.tool_page(con, named) | _holders(con, named["tool_key"], at, params.get("who_page")) | {
         "asked_as": tool_id, "at": at, "as_of": as_of or "", "at_given": at_given or "",
-        "at_time": recorded_at(con, at) if at is not None else None,
-        "who": subjects[(who_page - 1) * WHO_PAGE:who_page * WHO_PAGE], "who_pages": pages,
-        "who_total": len(subjects), "enabled": sum(1 for s in subjects if s["exposure"] == "enabled"),
-        "moment": ("?" + _query(kept)) if at is not None else "", "history": history,
-        "link": lambda **changed: f"/tools/{quote(named['canonical_id'], safe='')}?" + _query(
-            kept | {"who_page": params.get("who_page"), "history_page": params.get("history_page")} | changed)}
+        "at_time": recorded_at(con, at) if at is not None else None, "history": history,
+        "moment": ("?" + _query(kept)) if at is not None else "", "link": link}
 
 
 def console_tools_router(reader: Reader, *dependencies: Any,
