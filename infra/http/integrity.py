@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.pool
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
@@ -40,7 +40,7 @@ class IntegrityWatch:
         self._stopping = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="toolcat-integrity", daemon=True)
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: multiprocessing.pool.Pool | None = None
         state.on_caught_up.append(self._ready.set)
 
     @property
@@ -49,16 +49,19 @@ class IntegrityWatch:
 
     def start(self) -> None:
         if self.on:
-            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            # Spawned, not forked: a fork of the server would copy its threads' locks in whatever state.
+            self._pool = multiprocessing.get_context("spawn").Pool(1)
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop at once: a check under way is abandoned (its worker killed), not waited for."""
         self._stopping.set()
         self._ready.set()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         if self._thread.is_alive():
             self._thread.join()
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
 
     def report(self) -> dict[str, Any]:
         """What the header and `/v1/health` show: `verdict` (`verified`, `unverified`: nothing vouched for
@@ -71,15 +74,18 @@ class IntegrityWatch:
         while not self._stopping.is_set():
             started = time.monotonic()
             try:
-                self.last = self.check()
+                found = self.check()
+                if found is None:  # stopping
+                    return
+                self.last = found
             except Exception as error:  # noqa: BLE001 - the store unreachable now: say so, check again later
                 log.warning("the integrity check failed: %s", error)
                 self.last = {**self.last, "error": f"{type(error).__name__}: {error}"}
             took = time.monotonic() - started
             self._stopping.wait(max(self.every, PAUSE_FACTOR * took))
 
-    def check(self) -> dict[str, Any]:
-        """One check, waited for (on the watch's thread)."""
+    def check(self) -> dict[str, Any] | None:
+        """One check, waited for (on the watch's thread); None when the server stops meanwhile."""
         assert self._pool is not None
         cursor = self.state.new_cursor()
         try:
@@ -87,9 +93,16 @@ class IntegrityWatch:
         finally:
             cursor.close()
         snapshot = snapshot_path(self.state.settings.home)
-        found = self._pool.submit(check_history, self.state.settings.model_dump_json(),
-                                  str(snapshot) if snapshot.exists() else None,
-                                  head[0][0] if head else None).result()
+        pending = self._pool.apply_async(check_history, (self.state.settings.model_dump_json(),
+                                                         str(snapshot) if snapshot.exists() else None,
+                                                         head[0][0] if head else None))
+        while True:
+            try:
+                found = pending.get(0.5)
+                break
+            except multiprocessing.TimeoutError:
+                if self._stopping.is_set():
+                    return None
         checked = {"verdict": found["verdict"], "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                    "every_seconds": self.every}
         if found["verdict"] == "altered":

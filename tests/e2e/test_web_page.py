@@ -198,6 +198,19 @@ def test_values_from_the_history_are_shown_as_text_and_never_run(browser: str, s
         assert dom.one("title").text() != "pwned"
         (row,) = [r for r in dom.all("tr", data_tool="acme.notes.render")]
         assert HOSTILE in row.text()
+    # the same description in a past set, and the tool's name among the changes, on the console's pages
+    head = audit_report(site.con)["position"]
+    for path in (f"{subject_path('agent:triage')}?at={head}&from=0&to={head}", "/deprecations"):
+        status, html = site.get(path)
+        assert status == 200
+        assert "<script" not in html and "<img" not in html
+        dom = rendered(site, path, tmp_path)
+        assert dom.all("script") == [] and dom.all("img") == []
+        assert dom.one("title").text() != "pwned"
+    dom = parse_dom(site.get(f"{subject_path('agent:triage')}?at={head}&from=0&to={head}")[1])
+    assert HOSTILE in dom.one("table", id="effective").one("tr", data_tool="acme.notes.render").text()
+    assert [row.attrs["data-change"] for row in dom.all("tr", class_="change", data_tool="acme.notes.render")
+            ] == ["added"]
 
 
 @pytest.mark.parametrize(("path", "status", "code"), [
