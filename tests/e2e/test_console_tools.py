@@ -264,6 +264,11 @@ def test_tool_names_on_the_catalog_and_a_subjects_page_link_to_the_tool(served: 
     assert [t for t in links if t.startswith("acme.n.")] == ["acme.n.v1", "acme.n.v2", "acme.n.v10"]
     subject = page(served, "/subjects/" + quote("agent:triage", safe=""))
     assert {a.attrs["href"] for a in subject.all("a", class_="tool-link")} >= {"/tools/grep", "/tools/read"}
+    # and so do the why of a tool and the deprecations
+    why = page(served, "/subjects/" + quote("agent:triage", safe="") + "/tools/grep")
+    assert why.one("a", class_="tool-link").attrs["href"] == "/tools/grep"
+    deprecations = page(served, "/deprecations")
+    assert "/tools/memory.search" in {a.attrs["href"] for a in deprecations.all("a", class_="tool-link")}
 
 
 def test_hostile_text_from_the_history_is_shown_as_text(served: tuple[Served, str]) -> None:
