@@ -71,7 +71,11 @@ def _aliases_by_tool(con: duckdb.DuckDBPyConnection, tool_keys: list[str]) -> di
 
 def tool_show(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
     """A tool's descriptor, found by its canonical ID or any live alias."""
-    key = lookup(con, tool_id)["tool_key"]
+    return tool_descriptor(con, lookup(con, tool_id)["tool_key"])
+
+
+def tool_descriptor(con: duckdb.DuckDBPyConnection, key: str) -> dict[str, Any]:
+    """The descriptor `tool show` answers, of the tool with key `key` (one that exists)."""
     tool = select_rows(con, f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE tool_key = ?", [key])[0]
     return _describe(tool, _aliases_by_tool(con, [key])[key]) | _current_schema(con, key)
 

@@ -1,7 +1,8 @@
 """The web page `toolcat serve` shows at `/`: server-rendered HTML, no build step.
 
-`/` the catalog by family with lifecycle badges, every alias in its deprecation window with the audit
-report's timeline picture, and the subjects. The pages of a subject, the deprecations, the MCP servers and
+`/` the catalog a page at a time (`?page=N`), by family in natural order (tool_2 before tool_10) with
+lifecycle badges, how many aliases are in a deprecation window, and the subjects. The search and a tool's
+page are console_tools.py's; the pages of a subject, the deprecations, the MCP servers and
 the gateway's denials are console_subjects.py's; every page's header shows the last chain check.
 
 The data comes from the read-side functions the CLI answers with (projections/queries.py, projections/effective/reads.py).
@@ -27,10 +28,11 @@ from markupsafe import Markup
 from domain.errors import ToolcatError
 from domain.grammar import visible
 from infra.http.problems import status_of
-from infra.report_html import STYLE, timeline_svg
-from projections.audit_report import audit_report
-from projections import queries
+from infra.report_html import STYLE
+from projections import console
+from projections.console import ConsoleIndex
 from projections.effective.reads import subjects_at
+from projections.rows import scalar
 from projections.tracking import read_tracking
 
 Reader = Callable[[], duckdb.DuckDBPyConnection]
@@ -85,23 +87,18 @@ def _consistent(reader: Reader) -> Iterator[duckdb.DuckDBPyConnection]:
         con.close()
 
 
-def _all_tools(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    tools, cursor = [], None
-    while True:
-        page = queries.tool_list(con, limit=10_000, cursor=cursor)
-        tools += page["tools"]
-        if not (cursor := page["next_cursor"]):
-            return tools
+CATALOG_PAGE = 100  # tools a page of `/` shows: a catalog of 10,000 stays a page of ~60 KB
 
 
-def catalog_view(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    tools = sorted(_all_tools(con), key=lambda t: (t["family"] or "", t["canonical_id"]))
+def catalog_view(con: duckdb.DuckDBPyConnection, index: ConsoleIndex, page: str | None) -> dict[str, Any]:
+    """A page of the catalog (natural order of family, then ID), how many aliases are deprecated or retired
+    (their windows are the deprecations page's: the audit's rules take a second on a large catalog), and
+    the subjects."""
+    listed = console.catalog_page(con, index.of(con), console.page_number(page), CATALOG_PAGE)
     families = [{"name": name or "(no family)", "tools": list(members)}
-                for name, members in groupby(tools, key=lambda t: t["family"])]
-    windows = audit_report(con)["aliases"]
-    for entry in windows:
-        entry["timeline"] = Markup(timeline_svg(entry))  # escaped by report_html itself
-    return {"families": families, "tool_count": len(tools), "windows": windows,
+                for name, members in groupby(listed.pop("tools"), key=lambda t: t["family"])]
+    windows = scalar(con, "SELECT count(*) FROM aliases WHERE lifecycle <> 'alias'")
+    return {"families": families, "tool_count": listed["total"], "pages": listed, "windows": windows,
             "subjects": [f"{kind}:{name}" for kind, name in subjects_at(con)]}
 
 
@@ -128,18 +125,23 @@ def render_page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyCo
 def web_router(reader: Reader, *dependencies: Any,
                mcp_drift: Callable[[], dict[str, Any] | None] = lambda: None,
                session: Callable[[Request], dict[str, str] | None] = lambda request: None,
-               integrity: Callable[[], dict[str, Any] | None] = lambda: None) -> APIRouter:
+               integrity: Callable[[], dict[str, Any] | None] = lambda: None,
+               index: ConsoleIndex | None = None) -> APIRouter:
     """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
     each page closes when done. `dependencies` run before every page (the server's: the `read` scope).
     `mcp_drift()`: what the server's MCP drift check found (infra/http/mcp_drift.py; None: it is off).
     `session(request)`: who the browser is signed in as (infra/http/signin.py; None: not signed in).
     `integrity()`: the server's last chain check (infra/http/integrity.py; None: not known).
+    `index`: the console's entries in natural order, kept between pages (projections/console.py).
     A subject's pages are console_subjects.py's."""
     router = APIRouter(include_in_schema=False, dependencies=list(dependencies))
+    entries = index or ConsoleIndex()
 
     @router.get("/", response_class=HTMLResponse)
     def catalog_page(request: Request) -> HTMLResponse:
-        return render_page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()},
+        page = request.query_params.get("page")  # checked by the page itself: a bad one is a 400 page
+        return render_page(reader, "catalog.html",
+                           lambda con: catalog_view(con, entries, page) | {"mcp_drift": mcp_drift()},
                            session(request), integrity())
 
     return router

@@ -201,7 +201,7 @@ def test_an_operator_opens_a_subject_at_a_past_date_and_sees_a_tool_later_revoke
         if os.environ.get("TOOLCAT_DOC_SCREENSHOT"):  # docs/console.png is made by this test
             Path(os.environ["TOOLCAT_DOC_SCREENSHOT"]).write_bytes(shot)
         # then follows websearch to see why triage saw it then
-        row.find_element("tag name", "a").click()
+        row.find_element("css selector", "a.why").click()
         WebDriverWait(driver, 60).until(expected_conditions.title_contains("websearch"))
         assert driver.find_element("tag name", "h1").text == "Why agent:triage sees websearch"
         assert "As known at position" in driver.find_element("id", "moment-shown").text

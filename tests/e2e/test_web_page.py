@@ -22,6 +22,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from infra.http.console_subjects import console_subjects_router
+from infra.http.console_subjects import console_subjects_router
+from infra.http.console_tools import console_tools_router
 from infra.http.web import web_router
 from infra.report_html import timeline_svg
 from infra.timeline_svg import marks
@@ -62,7 +64,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     run_in_process(home, [*SCRIPT, *EXTRA])
     with closing(duckdb.connect(str(home / "catalog.duckdb"), read_only=True)) as con:
         app = FastAPI()
-        app.include_router(web_router(con.cursor))
+        for router in (web_router(con.cursor), console_subjects_router(con.cursor), console_tools_router(con.cursor)):
+            app.include_router(router)
         app.include_router(console_subjects_router(con.cursor))
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
@@ -119,15 +122,16 @@ def test_the_catalog_lists_every_tool_by_family_with_lifecycle_badges(
 
 def test_every_alias_in_a_deprecation_window_has_the_audit_reports_timeline(
         browser: str, site: Site, tmp_path: Path) -> None:
-    dom = rendered(site, "/", tmp_path)
-    windows = {w.attrs["data-alias"]: w for w in dom.all("section", class_="window")}
+    # (the windows are the deprecations page's; `/` counts them and links there)
+    dom = rendered(site, "/deprecations", tmp_path)
+    windows = {w.attrs["data-alias"]: w for w in dom.all("section", class_="deprecation")}
     expected = [r["alias"] for r in select_rows(site.con, "SELECT alias FROM aliases WHERE lifecycle <> 'alias' "
                                                           "ORDER BY alias")]
-    assert list(windows) == expected and len(expected) >= 4
-    _, html = site.get("/")
+    assert sorted(windows) == expected and len(expected) >= 4
+    _, html = site.get("/deprecations")
     for alias, window in windows.items():
         report = audit_report(site.con, alias)["aliases"][0]
-        assert window.one("span", class_="badge").text() == report["state"]
+        assert window.one("h2").all("span", class_="badge")[0].text() == report["state"]
         positions = [mark.position for mark in marks(report)]
         circles = [int(c.attrs["data-position"]) for c in window.all("circle")]
         assert sorted(circles) == sorted(positions)
@@ -152,7 +156,8 @@ def test_a_subjects_page_shows_its_effective_set_with_provenance_and_exposure(
     assert {t["exposure"] for t in expected} >= {"enabled", "disabled_by_state_mode", "disabled_by_agent_allowlist"}
     assert {t["inherited_from"] for t in expected} >= {None, "eng", "support"}
     for row in dom.one("table", id="effective").all("tr", data_tool=True):
-        assert row.one("a").attrs["href"] == subject_path("agent:triage", row.attrs["data-tool"])
+        assert row.one("a", class_="why").attrs["href"] == subject_path("agent:triage", row.attrs["data-tool"])
+        assert row.one("a", class_="tool-link").attrs["href"] == "/tools/" + quote(row.attrs["data-tool"], safe="")
 
     for subject in ("unit:eng", "unit:support"):  # units too, without exposure
         status, html = site.get(links[subject])
