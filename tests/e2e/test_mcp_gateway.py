@@ -396,3 +396,45 @@ def test_the_stdio_gateway_without_a_server_says_so(tmp_path: Path) -> None:
     empty = call_toolcat("gateway", "--stdio", "--token-file", str(token_file),
                          env=toolcat_env("desktop", {"TOOLCAT_HOME": str(tmp_path / "home")}))
     assert empty.code == 2 and "is empty" in empty.error["message"]
+
+
+def test_a_2026_client_without_sessions_hears_list_changed_on_its_listen_stream(gateway: Gateway) -> None:
+    """The 2026-07-28 protocol has no session to notify: the SDK client opens `subscriptions/listen` and the
+    gateway sends its subject's changes there; a revoked token ends the stream."""
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.client.subscriptions import SubscriptionLost, listen
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from infra.http.auth import revoke_token
+    home = gateway.served.home
+    ok_token = create_token(home, "modern-bot", ["call"], subject="agent:other")
+
+    async def story() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {ok_token}"}, timeout=30) as client, \
+                streamable_http_client(gateway.url, http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
+            # Given a client that discovers the newest protocol and lists its tools
+            await session.discover()
+            assert session.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
+            assert [t.name for t in (await session.list_tools()).tools] == ["mcp.time.convert_time"]
+            async with listen(session, tools_list_changed=True) as stream:
+                # When its subject gains a tool
+                gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+                # Then its stream says so, and the tool is listed
+                with anyio.fail_after(10):
+                    event = await stream.__anext__()
+                assert type(event).__name__ == "ToolsListChanged"
+                assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
+                # When its token is revoked, the stream ends, and so do its calls
+                revoke_token(home, "modern-bot")
+                with anyio.fail_after(10), pytest.raises((SubscriptionLost, MCPError, StopAsyncIteration)):
+                    await stream.__anext__()
+            with pytest.raises(MCPError):
+                await session.list_tools()
+    try:
+        anyio.run(story)
+    finally:
+        gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})
