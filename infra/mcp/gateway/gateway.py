@@ -320,12 +320,12 @@ def _revoked() -> MCPError:
 
 
 def _listed(tool: Descriptor) -> types.Tool:
+    """The tool as tools/list shows it: the catalog's description, schemas, title and annotations."""
     annotations = tool.annotations()
-    return types.Tool(name=tool.tool_id, description=tool.description,
+    return types.Tool(name=tool.tool_id, title=tool.title, description=tool.description,
                       input_schema=dict(tool.input_schema) if tool.input_schema else {"type": "object"},
-                      annotations=types.ToolAnnotations(
-                          read_only_hint=annotations.get("readOnlyHint"),
-                          destructive_hint=annotations.get("destructiveHint")) if annotations else None)
+                      output_schema=dict(tool.output_schema) if tool.output_schema else None,
+                      annotations=types.ToolAnnotations.model_validate(annotations) if annotations else None)
 
 
 def _refusal(resolution: Resolution) -> str:
