@@ -123,7 +123,9 @@ def show(demo: Any, seen: dict[str, Any]) -> None:
     for tool in seen["tools"]:
         hints = ", ".join(k for k, v in sorted((tool.get("annotations") or {}).items()) if v is True)
         title = f" ({tool['title']})" if tool.get("title") else ""
-        demo.say(f"  {tool['name']}{title}: {tool.get('description') or ''}" + (f" [{hints}]" if hints else ""))
+        output = ", ".join((tool.get("outputSchema") or {}).get("properties") or {})
+        demo.say(f"  {tool['name']}{title}: {tool.get('description') or ''}" + (f" [{hints}]" if hints else "")
+                 + (f" → {{{output}}}" if output else ""))
     answer = seen["call"]["answer"]
     text = " ".join(c.get("text", "") for c in answer.get("content", []) if c.get("type") == "text")
     try:  # the time server answers JSON: one line of it

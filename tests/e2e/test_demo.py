@@ -319,6 +319,9 @@ def check_gateway(document: dict[str, Any], home: Path | None) -> None:
     assert tool["description"] == "Get current time in a specific timezone", tool
     assert "timezone" in tool["inputSchema"]["properties"], tool
     assert tool["annotations"]["readOnlyHint"] is True, tool
+    # with the output schema and hints the server listed, which the catalog kept at the sync
+    assert {"timezone", "datetime"} <= set(tool["outputSchema"]["properties"]), tool
+    assert tool["annotations"]["idempotentHint"] is True, tool
     # the call was forwarded upstream: the time server's answer, with what ran in _meta.toolcat
     answer = act["call"]["answer"]
     assert answer.get("isError") is not True, answer
@@ -450,8 +453,9 @@ def test_demo_human_output_prints_every_section_and_readable_tables(installed_to
     act = out[out.index("== gateway: "):]
     assert re.search(r"^token scheduler-bot bound to agent:scheduler \(scope call\); toolcat serve answers MCP "
                      r"at http://127\.0\.0\.1:\d+/mcp$", act, re.M), act[:600]
-    assert re.search(r"^  mcp\.time\.get_current_time.*: Get current time in a specific timezone \[.*readOnlyHint",
-                     act, re.M), act[:1500]
+    listed = re.search(r"^  mcp\.time\.get_current_time.*: Get current time in a specific timezone \[.*readOnlyHint.*\] "
+                       r"→ \{(.*)\}$", act, re.M)  # its hints, and the fields of its output schema
+    assert listed and {"timezone", "datetime"} <= set(listed.group(1).split(", ")), act[:1500]
     assert re.search(r'^tools/call mcp\.time\.get_current_time \{"timezone": "UTC"\} → \{.*"timezone": "UTC"',
                      act, re.M), act[:1500]
     assert re.search(r"^tools/call mcp\.time\.convert_time → refused \(-32003, not_in_set\)", act, re.M), act
