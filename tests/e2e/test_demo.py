@@ -453,8 +453,8 @@ def test_demo_human_output_prints_every_section_and_readable_tables(installed_to
     act = out[out.index("== gateway: "):]
     assert re.search(r"^token scheduler-bot bound to agent:scheduler \(scope call\); toolcat serve answers MCP "
                      r"at http://127\.0\.0\.1:\d+/mcp$", act, re.M), act[:600]
-    listed = re.search(r"^  mcp\.time\.get_current_time.*: Get current time in a specific timezone \[.*readOnlyHint.*\] "
-                       r"→ \{(.*)\}$", act, re.M)  # its hints, and the fields of its output schema
+    listed = re.search(r"^  mcp\.time\.get_current_time.*: Get current time in a specific timezone "
+                       r"\[.*readOnlyHint.*\] → \{(.*)\}$", act, re.M)  # its hints, and the fields of its output schema
     assert listed and {"timezone", "datetime"} <= set(listed.group(1).split(", ")), act[:1500]
     assert re.search(r'^tools/call mcp\.time\.get_current_time \{"timezone": "UTC"\} → \{.*"timezone": "UTC"',
                      act, re.M), act[:1500]
