@@ -502,3 +502,41 @@ def test_tools_list_carries_each_tools_title_output_schema_and_annotations(gatew
                                                      {"location": "Chicago"})
             assert weather.structured_content["conditions"], weather
     anyio.run(story)
+
+
+def test_a_2026_client_through_the_stdio_gateway_lists_calls_and_hears_list_changed(gateway: Gateway,
+                                                                                    tmp_path: Path) -> None:
+    """`toolcat gateway --stdio` relays a 2026-07-28 client too: its requests reach /mcp with the headers
+    that version routes by, and its listen stream hears its subject's change."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.subscriptions import listen
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+    from tests.support import TOOLCAT, toolcat_env
+    token_file = tmp_path / "token"
+    token_file.write_text(create_token(gateway.served.home, "desk-2026", ["call"], subject="agent:other") + "\n")
+    params = StdioServerParameters(command=TOOLCAT, args=["gateway", "--stdio", "--token-file", str(token_file)],
+                                   env=toolcat_env("desktop", {"TOOLCAT_HOME": str(gateway.served.home)}))
+
+    async def story() -> None:
+        with (tmp_path / "stderr").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write, read_timeout_seconds=30) as session:
+                # Given a desktop client that discovers the newest protocol through the relay
+                await session.discover()
+                assert session.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
+                assert [t.name for t in (await session.list_tools()).tools] == ["mcp.time.convert_time"]
+                answer = await session.call_tool("mcp.time.convert_time", {
+                    "source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"})
+                assert answer.structured_content["target"]["timezone"] == "Europe/Paris", answer
+                async with listen(session, tools_list_changed=True) as stream:
+                    # When its subject gains a tool, then its stream says so
+                    gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+                    with anyio.fail_after(10):
+                        event = await stream.__anext__()
+                    assert type(event).__name__ == "ToolsListChanged"
+                assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
+    try:
+        anyio.run(story)
+    finally:
+        gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})
