@@ -126,14 +126,13 @@ def test_a_bad_moment_is_refused_with_a_reason(served: Served) -> None:
     assert "give at or as_of" in page(served, f"{TRIAGE}?at=3&as_of=2026-10-01", status=400).one(id="error").text()
 
 
-def test_the_deprecations_say_what_is_due_and_who_still_names_the_alias(served: Served) -> None:
+def test_the_deprecations_say_what_was_done_and_that_nothing_names_a_migrated_alias(served: Served) -> None:
     dom = page(served, "/deprecations")
     (retired,) = dom.all("section", data_alias="mcp.memory.search")
     text = retired.text()
-    # the retired alias is still named by triage's allowlist: a finding, due first
-    assert "findings" in text
-    assert "not met" in retired.one("p", class_="due").text()
-    assert [use.attrs["data-holder"] for use in retired.all("tr", class_="use")] == ["agent:triage"]
+    # `alias migrate` rewrote triage's allowlist before step 2: nothing names the retired ID, all is met
+    assert "complete" in text and "findings" not in text
+    assert retired.all("tr", class_="use") == []
     # the steps done are listed with the milestones' release, and the timeline gives dates
     assert "shipped in 1.2.0" in text
     assert "2026-08-03" in retired.one("svg").text()

@@ -184,7 +184,7 @@ def check_tyrum(document: dict[str, Any], home: Path | None) -> None:
     evidence = {c[3]: option(c, "--evidence") for c in example_commands("tyrum")
                 if c[:3] == ["alias", "milestone", "mcp.memory.search"]}
     for milestone in audit["milestones"]:
-        assert set(milestone) == {"name", "release", "position", "evidence"}, milestone
+        assert set(milestone) == {"name", "release", "position", "recorded_at", "evidence"}, milestone
         assert milestone["release"] == "1.2.0" and milestone["evidence"] == evidence[milestone["name"]], milestone
     steps = audit["steps"]
     assert [s["step"] for s in steps] == [1, 2, 3, 4, 5], steps
