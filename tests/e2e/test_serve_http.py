@@ -231,6 +231,18 @@ def test_arch_21s_exposure_selectors_are_refused_with_the_command_lines_code_nev
     assert admin.get(inventory[0]).status_code == 200
 
 
+def test_a_route_rule_over_http_takes_after_all_classes_with_the_command_lines_codes(admin: httpx.Client) -> None:
+    """Seed rule 22 over HTTP: the body's after_all_classes is stored as the command line stores it."""
+    rule = {"rule_id": "zz-no-sink-after-sensitive-store", "deny_any_class": ["sink:network"]}
+    problem(admin.post("/v1/route/rule/add", json={**rule, "after_all_classes": ["Bad Label"]}), 422, "invalid_name")
+    added = write(admin, "/v1/route/rule/add", {**rule, "after_all_classes": ["source:sensitive", "store:persistent"]})
+    assert added["events"][-1]["type"] == "RouteRules.RuleAdded"
+    stored = admin.post("/v1/sql", json={"query": "SELECT after_all_classes FROM route_rules WHERE rule_id = "
+                                                  "'zz-no-sink-after-sensitive-store'"}, headers={"Accept": "application/json"})
+    assert stored.json() == [{"after_all_classes": ["source:sensitive", "store:persistent"]}]
+    write(admin, "/v1/route/rule/remove", {"rule_id": rule["rule_id"]})
+
+
 def test_a_unit_runs_an_image_over_http_and_an_agents_body_is_taken_as_before(admin: httpx.Client) -> None:
     """Seed rule 23: `subject` names the unit or agent running the image; a body naming `agent` (the field's
     name before units ran images) is still an agent's declaration."""
