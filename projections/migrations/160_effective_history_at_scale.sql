@@ -1,30 +1,26 @@
--- effective_history at scale (issue 29): the same rows as migration 093, asked about one tool as well as
--- one subject, and computed without window functions.
+-- effective_history at scale (issue 29): one tool's or one subject's share of the view, in well under a
+-- second at 200,000 events, with the view's columns and rows:
+--
+--   effective_history_of_tool(ID)       every subject's versions of the tool(s) ID named at some time
+--                                       (a canonical ID or an alias), under whatever ID each version had
+--   effective_history_of_subject(S)     one subject's versions, the subject written `unit:NAME`/`agent:NAME`
+--   effective_history_where(KIND, NAME, ID)  both at once (NULL matches any); the two above call it
 --
 -- Computed, not stored (the decision, measured in docs/performance.md): stored, the history is the largest
 -- table of the read model (7.6 million rows at 200,000 events of `toolcat workload`) and writing it takes
 -- longer than the rest of a rebuild, whose budget (1,000,000 events in 60 s) has no room for it. Every
 -- (subject, tool) row's history depends only on that subject's context and that tool's rows, so a question
--- about one tool or one subject only needs their share, which takes well under a second:
+-- about one tool or one subject needs only their share.
 --
---   effective_history_of_tool(ID)       every subject's versions of the tool(s) ID named at some time
---                                       (a canonical ID or an alias), under whatever ID each version had
---   effective_history_of(KIND, NAME)    one subject's versions (NULL matches any kind / subject)
---   effective_history_of_subject(S)     the same, the subject written as `unit:NAME` / `agent:NAME`
---   effective_history                   every subject's versions (all of them computed per query: DuckDB
---                                       cannot push a WHERE on the view into the temporal join)
---
--- Why no window function: DuckDB sizes a window's (and an ASOF join's) partitions from the estimated row
--- count, and the interval joins make those estimates absurd (10^9 rows for 3,500): each of the five windows
--- of 093 cost ≈ 0.4 s for one subject's few thousand rows. Hash aggregates and list functions give the same
--- rows at a cost that follows the real count: the segments come from each row's sorted list of points,
--- the winning way is the least (rank, depth, provenance) of a segment, two ways overlap when a row has more
--- overlapping pairs than ways, and packing walks each row's sorted list of versions.
---
--- Everything else is 093's text: read it there for the rules.
-DROP VIEW effective_history;
-DROP MACRO TABLE effective_history_of;
-
+-- The rules are migration 093's, read there; only the ways the share is cut into segments, ranked and packed
+-- differ. 093 does these with window functions, which suit the whole view (a sort of millions of rows) but
+-- not a share: DuckDB sizes a window's (and an ASOF join's) partitions from the estimated row count, and the
+-- interval joins make those estimates absurd (10^9 rows for 3,500), so each of 093's five windows cost
+-- ≈ 0.4 s for one subject's few thousand rows. Here hash aggregates and list functions give the same rows at
+-- a cost that follows the real count: the segments come from each row's sorted list of points, the winning
+-- way is the least (rank, depth, provenance) of a segment, a row has two ways at once when it has more
+-- overlapping pairs than ways, and packing walks each row's sorted list of versions. The view and
+-- effective_history_of(KIND, NAME) stay 093's; the tests hold the shares equal to the view, row for row.
 CREATE MACRO effective_history_where(of_kind, of_subject, of_tool) AS TABLE
     WITH RECURSIVE tool_history_w AS (  -- the tools asked about: every tool, or the ones of_tool ever named
         SELECT *, valid_from AS lo, coalesce(valid_to, 4611686018427387904) AS hi FROM tool_history
@@ -234,15 +230,8 @@ CREATE MACRO effective_history_where(of_kind, of_subject, of_tool) AS TABLE
     LEFT JOIN events f ON f.position = x.valid_from
     LEFT JOIN events e ON e.position = x.valid_to;
 
-CREATE MACRO effective_history_of(of_kind, of_subject) AS TABLE
-    SELECT * FROM effective_history_where(of_kind, of_subject, NULL);
-
 CREATE MACRO effective_history_of_subject(of_subject) AS TABLE
     SELECT * FROM effective_history_where(split_part(of_subject, ':', 1), split_part(of_subject, ':', 2), NULL);
 
 CREATE MACRO effective_history_of_tool(of_tool) AS TABLE
     SELECT * FROM effective_history_where(NULL, NULL, of_tool);
-
--- In a stable order (the versions of a (subject, tool) never overlap), so two reads list the same rows alike.
-CREATE VIEW effective_history AS
-    SELECT * FROM effective_history_where(NULL, NULL, NULL) ORDER BY subject_kind, subject, tool_key, valid_from;
