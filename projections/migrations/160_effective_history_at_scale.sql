@@ -4,7 +4,9 @@
 --   effective_history_of_tool(ID)       every subject's versions of the tool(s) ID named at some time
 --                                       (a canonical ID or an alias), under whatever ID each version had
 --   effective_history_of_subject(S)     one subject's versions, the subject written `unit:NAME`/`agent:NAME`
---   effective_history_where(KIND, NAME, ID)  both at once (NULL matches any); the two above call it
+--   effective_history_for(KIND, NAME, ID)  both at once (NULL matches any); the two above call it
+--                                       (named to sort before them: EXPORT DATABASE writes macros in name
+--                                       order, and a macro must exist before one that calls it)
 --
 -- Computed, not stored (the decision, measured in docs/performance.md): stored, the history is the largest
 -- table of the read model (7.6 million rows at 200,000 events of `toolcat workload`) and writing it takes
@@ -21,7 +23,7 @@
 -- way is the least (rank, depth, provenance) of a segment, a row has two ways at once when it has more
 -- overlapping pairs than ways, and packing walks each row's sorted list of versions. The view and
 -- effective_history_of(KIND, NAME) stay 093's; the tests hold the shares equal to the view, row for row.
-CREATE MACRO effective_history_where(of_kind, of_subject, of_tool) AS TABLE
+CREATE MACRO effective_history_for(of_kind, of_subject, of_tool) AS TABLE
     WITH RECURSIVE tool_history_w AS (  -- the tools asked about: every tool, or the ones of_tool ever named
         SELECT *, valid_from AS lo, coalesce(valid_to, 4611686018427387904) AS hi FROM tool_history
         WHERE of_tool IS NULL OR tool_key IN (SELECT tool_key FROM tool_history WHERE canonical_id = of_tool
@@ -231,7 +233,7 @@ CREATE MACRO effective_history_where(of_kind, of_subject, of_tool) AS TABLE
     LEFT JOIN events e ON e.position = x.valid_to;
 
 CREATE MACRO effective_history_of_subject(of_subject) AS TABLE
-    SELECT * FROM effective_history_where(split_part(of_subject, ':', 1), split_part(of_subject, ':', 2), NULL);
+    SELECT * FROM effective_history_for(split_part(of_subject, ':', 1), split_part(of_subject, ':', 2), NULL);
 
 CREATE MACRO effective_history_of_tool(of_tool) AS TABLE
-    SELECT * FROM effective_history_where(NULL, NULL, of_tool);
+    SELECT * FROM effective_history_for(NULL, NULL, of_tool);
