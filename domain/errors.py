@@ -233,6 +233,12 @@ class ShimTarget(CatalogRuleError):
     code = "shim_target"
 
 
+class LegacyReferences(CatalogRuleError):
+    """Removal step 2 (stored data migrated) while the catalog's own data still names the legacy ID."""
+
+    code = "legacy_references"
+
+
 class RiskRequired(CatalogRuleError):
     """A write tool under a verb-noun policy needs its risk tag."""
 

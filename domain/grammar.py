@@ -252,6 +252,11 @@ def check_actor(value: str) -> str:
     return _check_text(value, "actor", ACTOR_MAX, multiline=False)
 
 
+def check_label(value: str, what: str, limit: int) -> str:
+    """A short label (a secret's display name): one line of text, at most `limit` characters."""
+    return _check_text(value, what, limit, multiline=False)
+
+
 def _check_text(value: str, what: str, limit: int, *, multiline: bool) -> str:
     if len(value) > limit:
         raise InvalidText(f"{what} is {len(value)} characters long; at most {limit} are kept",

@@ -67,15 +67,16 @@ class Connector(Strict):
     tools: list[str]
 
 
+class Image(Strict):
+    ref: str
+    tools: list[str]
+
+
 class Unit(Strict):
     parent: str | None = None
     connectors: list[str] = Field(default_factory=list)  # bound connectors
     grants: list[str] = Field(default_factory=list)      # tool IDs or ns.*
-
-
-class Image(Strict):
-    ref: str
-    tools: list[str]
+    image: Image | None = None                           # the unit's own tools; its agents do not inherit them
 
 
 class Agent(Strict):
@@ -102,7 +103,8 @@ class Manifest(Strict):
         """Connector and image tools the `tools` section leaves out, added as their commands register them
         (source connector or image, extension, advanced, public): a manifest may name them only once."""
         implied = {tool_id: "connector" for c in self.connectors.values() for tool_id in c.tools}
-        implied |= {tool_id: "image" for a in self.agents.values() if a.image for tool_id in a.image.tools}
+        runners = [*self.units.values(), *self.agents.values()]
+        implied |= {tool_id: "image" for r in runners if r.image for tool_id in r.image.tools}
         missing = {tool_id: Tool(source=source, group="extension", tier="advanced", visibility="public")
                    for tool_id, source in implied.items() if tool_id not in self.tools}
         return self.model_copy(update={"tools": self.tools | missing}) if missing else self

@@ -13,7 +13,7 @@ import uuid
 from typing import Any, Literal
 
 from eventsourcing.domain import Aggregate
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from domain.base import CatalogEvent, Meta, create, natural_id, record
 from domain.errors import CatalogRuleError, InvalidName, UsageError
@@ -140,8 +140,15 @@ class Evidence(BaseModel):
     tools_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     tool_count: int = Field(ge=0)
     listed_at: str
-    tools: list[dict[str, str]]
+    # [{"tool_id", "upstream_name", "title", "output_schema", "annotations"}] (domain/mcp_tools.DESCRIBED)
+    tools: list[dict[str, Any]]
     gone: list[str]
+
+    @field_validator("tools")
+    @classmethod
+    def _described(cls, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Every tool says what agents see of it, None where the server gave nothing (the stored form)."""
+        return [{"title": None, "output_schema": None, "annotations": None, **tool} for tool in tools]
 
 
 def mcp_server_key(name: str) -> uuid.UUID:
@@ -149,7 +156,7 @@ def mcp_server_key(name: str) -> uuid.UUID:
 
 
 class McpServer(Aggregate):
-    """One MCP server entry. Stored format: each event's class version 1 (no upcaster yet)."""
+    """One MCP server entry. Stored format: each event's class version 1, but Synced's 2 (see it)."""
 
     TOPIC = "McpServer"
 
@@ -194,10 +201,14 @@ class McpServer(Aggregate):
     class Synced(Event):
         """Evidence of an applied sync: what the server said of itself, a hash of its tools/list, which
         upstream name each tool ID calls, and the tools gone upstream (deprecated in `release`, the latest
-        published when applied; their window is ARCH-21's)."""
+        published when applied; their window is ARCH-21's).
+
+        Class version 2: each tool also carries what agents see of it through the gateway, its `title`,
+        `output_schema` and `annotations` (domain/mcp_tools.described; each None when the server gave none).
+        Version 1 recorded none of them: read as None."""
 
         TOPIC = "McpServer.Synced"
-        class_version = 1
+        class_version = 2
         name: str
         server_name: str | None
         server_version: str | None
@@ -205,9 +216,14 @@ class McpServer(Aggregate):
         tools_hash: str
         tool_count: int
         listed_at: str
-        tools: list[dict[str, str]]  # [{"tool_id", "upstream_name"}], every tool the server lists
+        tools: list[dict[str, Any]]  # [{"tool_id", "upstream_name", "title", "output_schema", "annotations"}]
         gone: list[str]              # tool IDs the server no longer lists, deprecated by this sync
         release: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["tools"] = [{**tool, "title": None, "output_schema": None, "annotations": None}
+                              for tool in state["tools"]]
 
         def apply(self, server: McpServer) -> None:
             server.last_sync = self.tools_hash

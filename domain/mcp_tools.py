@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.grammar import ID_MAX, TEXT_MAX, visible
+from domain.schema_check import schema_problems
 
 # `mcp sync --check`: the live inventory differs from the catalog (for CI and cron). 0 when it matches;
 # other failures keep their usual codes (3 a rule, 6 a server that cannot be reached).
@@ -78,6 +79,7 @@ class Imported:
 
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool ID → manifest tool fields
     upstream: dict[str, str] = field(default_factory=dict)           # tool ID → upstream name (for calls)
+    described: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool ID → DESCRIBED (what agents see)
     mapped: list[dict[str, str]] = field(default_factory=list)       # [{"name", "tool_id"}]
     refused: list[dict[str, str]] = field(default_factory=list)      # [{"name", "reason"}]
 
@@ -88,6 +90,35 @@ def _description(tool: dict[str, Any]) -> str | None:
         return None
     shown = visible(text, multiline=True)  # control and bidi characters written as escapes
     return shown if len(shown) <= TEXT_MAX else shown[:TEXT_MAX - 1] + "…"
+
+
+# What the catalog keeps of a tool's own description beside the manifest's fields, from each applied sync,
+# for the gateway's tools/list: its title, output schema and annotations (each None when the server gives
+# none, or one that is not usable).
+DESCRIBED = ("title", "output_schema", "annotations")
+# MCP's tool annotations: the hints and their JSON types (anything else a server sends is not kept).
+_HINTS = {"title": str, "readOnlyHint": bool, "destructiveHint": bool, "idempotentHint": bool, "openWorldHint": bool}
+
+
+def _shown(text: Any) -> str | None:
+    if not isinstance(text, str) or not text:
+        return None
+    shown = visible(text)  # one line: control and bidi characters written as escapes
+    return shown if len(shown) <= TEXT_MAX else shown[:TEXT_MAX - 1] + "…"
+
+
+def described(tool: dict[str, Any]) -> dict[str, Any]:
+    """A listed tool's title (its own, else its annotations' title), output schema (kept only when it is an
+    object schema that is a valid JSON Schema: a client validates answers against it) and annotations
+    (MCP's hints of the right types), as the sync's evidence records them."""
+    hints = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}
+    annotations = {k: v for k, v in hints.items() if k in _HINTS and isinstance(v, _HINTS[k])}
+    if "title" in annotations:
+        annotations["title"] = _shown(annotations["title"])
+    schema = tool.get("outputSchema")
+    usable = isinstance(schema, dict) and schema.get("type") == "object" and not schema_problems(schema)
+    return {"title": _shown(tool.get("title")) or annotations.get("title"),
+            "output_schema": schema if usable else None, "annotations": annotations or None}
 
 
 def imported(server: str, tier: str, inventory: Inventory) -> Imported:
@@ -121,6 +152,7 @@ def imported(server: str, tier: str, inventory: Inventory) -> Imported:
         if segment != name:
             result.mapped.append({"name": name, "tool_id": tool_id})
         result.upstream[tool_id] = name
+        result.described[tool_id] = described(tool)
         result.tools[tool_id] = {
             "source": "mcp", "group": "extension", "tier": tier, "visibility": "public", "family": "mcp",
             "backing_server": server, "description": _description(tool),

@@ -247,6 +247,7 @@ def _units(diff: Diff) -> None:
         for slug in known.connectors:
             if slug not in unit.connectors:
                 diff.add("destructive_delete", "connector", "unbind", slug, "--unit", name)
+        _image(diff, f"unit:{name}", unit, known)
 
 
 def _agents(diff: Diff) -> None:
@@ -267,16 +268,18 @@ def _agents(diff: Diff) -> None:
         _allowlist(diff, name, agent, current.get(name))
 
 
-def _image(diff: Diff, name: str, agent: Agent, known: Agent) -> None:
-    if agent.image is None:
+def _image(diff: Diff, name: str, runner: Agent | Unit, known: Agent | Unit) -> None:
+    """The image `name` runs (an agent's name, or unit:NAME)."""
+    if runner.image is None:
         if known.image is not None:
-            diff.refuse(f"agent '{name}' declares image '{known.image.ref}'; an image declaration is replaced, "
+            who = f"unit '{name.removeprefix('unit:')}'" if name.startswith("unit:") else f"agent '{name}'"
+            diff.refuse(f"{who} declares image '{known.image.ref}'; an image declaration is replaced, "
                         "never removed")
         return
-    if known.image != agent.image:
+    if known.image != runner.image:
         risk = "safe_create" if known.image is None else "destructive_update"
-        diff.add(risk, "image", "declare", name, "--image", agent.image.ref,
-                 *[a for tool in agent.image.tools for a in ("--tool", tool)])
+        diff.add(risk, "image", "declare", name, "--image", runner.image.ref,
+                 *[a for tool in runner.image.tools for a in ("--tool", tool)])
 
 
 def _grants(diff: Diff) -> None:

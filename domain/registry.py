@@ -19,13 +19,14 @@ from domain.proposal import Proposal
 from domain.release import ReleaseTrain
 from domain.routing import RouteRules
 from domain.seals import SealLog
+from domain.secret_aliases import SecretAliases
 from domain.secret_refs import SecretRef
 from domain.tool import Tool
 from domain.unit import Unit
 
 AGGREGATES: tuple[type[Aggregate], ...] = (CatalogPolicy, ReleaseTrain, Tool, NameClaim, IdempotencyKey, Unit, Agent,
                                            Connector, SubjectGrants, SealLog, NamespaceClaim, RouteRules, Node,
-                                           SecretRef, Proposal, SchemaCompatibility, McpServer)
+                                           SecretRef, Proposal, SchemaCompatibility, McpServer, SecretAliases)
 
 
 def _event_classes() -> dict[str, type]:

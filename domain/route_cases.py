@@ -10,8 +10,9 @@ from domain.base import Meta
 from domain.errors import RetiredAlias, UnknownSubject, UnknownTool, UsageError
 from domain.grammar import check_class_label, check_name
 from domain.nodes import Node, node_key, refuse_not_model_facing
-from domain.route_errors import DuplicateSecretRef, UnknownNode
+from domain.route_errors import DuplicateSecretRef, UnknownNode, UnknownSecretRef
 from domain.routing import ROUTE_RULES_KEY, RouteRule, RouteRules
+from domain.secret_aliases import SecretAliases, check_alias, check_display_name, secret_aliases_key
 from domain.secret_refs import SecretRef, check_ref, check_secret_tool, secret_ref_key
 from domain.subjects import parse_subject
 from domain.tool import Tool
@@ -127,3 +128,26 @@ class RouteUseCases(CatalogApplication):
             batch.add(SecretRef.add(ref, allowed, meta))
         # The idempotency digest sees the arguments only, never stored: there is no value among them.
         return self.execute("secret.ref.add", {"ref": ref, "allow_tools": allow_tools}, meta, build)
+
+    def add_secret_alias(self, subject: str, alias: str, ref: str, display_name: str | None,
+                         meta: Meta) -> WriteResult:
+        """ARCH-19: an agent-scoped shorthand for a secret reference, unique in the agent's scope, with an
+        optional operator-safe display name. Nothing is resolved here: only names are recorded."""
+        def build(batch: Batch) -> None:
+            kind, name = parse_subject(subject)
+            if kind != "agent":
+                raise UsageError(f"a secret alias is scoped to an agent (agent:NAME), not to the {kind} '{name}'",
+                                 subject=subject)
+            if self.get_or_none(agent_key(name), Agent) is None:
+                raise UnknownSubject(f"no agent '{name}'", subject=subject)
+            check_alias(alias)
+            label = check_display_name(display_name)
+            if self.get_or_none(secret_ref_key(check_ref(ref)), SecretRef) is None:
+                raise UnknownSecretRef(f"no secret reference '{ref}'; add it first with toolcat secret ref add "
+                                       f"{ref} --allow-tool ID", secret_ref_id=ref)
+            book = self.get_or_none(secret_aliases_key(name), SecretAliases) or SecretAliases.open(name, meta)
+            book.add(alias, ref, label, meta)
+            batch.add(book)
+        # Only checked names reach the digest; a refused alias (perhaps a value) was never stored.
+        return self.execute("secret.alias.add", {"subject": subject, "alias": alias, "ref": ref,
+                                                 "display_name": display_name}, meta, build)

@@ -77,3 +77,21 @@ class NotASecretTool(CatalogRuleError):
     """A secret reference allows only the dedicated secret tools (ARCH-19's `tool.secret.*`)."""
 
     code = "not_secret_tool"
+
+
+class DuplicateSecretAlias(CatalogRuleError):
+    """A secret alias is unique within its agent's scope (ARCH-19)."""
+
+    code = "duplicate_secret_alias"
+
+
+class UnknownSecretAlias(CatalogRuleError):
+    """No secret alias of that name in the agent's scope (an alias of another agent is not its)."""
+
+    code = "unknown_secret_alias"
+
+
+class SecretAliasNotAllowed(CatalogRuleError):
+    """The alias's reference may go to the tool, but the agent's allowlist does not enable the tool for it."""
+
+    code = "secret_alias_not_allowed"

@@ -41,6 +41,7 @@ class RouteRule(BaseModel):
     deny_tool: str | None = None  # the canonical ID when the rule was written (shown to people)
     deny_tool_key: str | None = None  # what is matched: it follows renames and aliases
     after_any_class: list[str] = Field(default_factory=list)
+    after_all_classes: list[str] = Field(default_factory=list)  # all on one earlier call (not spread over several)
     after_tool: str | None = None
     after_tool_key: str | None = None
     scope: str | None = None  # unit:U (the unit, its sub-units and their agents) or agent:A; None: everyone
@@ -53,32 +54,34 @@ class RouteRule(BaseModel):
         return self
 
     def denies(self, call: ToolFacts) -> bool:
-        checks = []
-        if self.deny_tool_key is not None:
-            checks.append(call.tool_key == self.deny_tool_key)
-        if self.deny_any_class:
-            checks.append(bool(set(self.deny_any_class) & set(call.classes)))
-        if self.deny_all_classes:
-            checks.append(set(self.deny_all_classes) <= set(call.classes))
-        return bool(checks) and all(checks)
+        return _holds(call, self.deny_tool_key, self.deny_any_class, self.deny_all_classes)
 
     def triggered_by(self, earlier: list[ToolFacts]) -> ToolFacts | None | bool:
-        """The earlier call that arms the rule; True when the rule needs none; None when none arms it."""
-        if self.after_tool_key is None and not self.after_any_class:
+        """The earlier call that arms the rule; True when the rule needs none; None when none arms it.
+        The "after" side matches one earlier call as the deny side matches the call (ADR-027's matchers are
+        the same on both sides): `after_all_classes` wants every class on that one call."""
+        if self.after_tool_key is None and not self.after_any_class and not self.after_all_classes:
             return True
-        for prior in earlier:
-            if self.after_tool_key is not None and prior.tool_key != self.after_tool_key:
-                continue
-            if self.after_any_class and not set(self.after_any_class) & set(prior.classes):
-                continue
-            return prior
-        return None
+        return next((prior for prior in earlier
+                     if _holds(prior, self.after_tool_key, self.after_any_class, self.after_all_classes)), None)
 
     def reason_code(self) -> str:
         by_class = bool(self.deny_any_class or self.deny_all_classes)
         by_name = self.deny_tool_key is not None
         kind = "tool_and_class" if by_class and by_name else "class" if by_class else "tool"
         return f"denied_by_{kind}_rule"
+
+
+def _holds(call: ToolFacts, tool_key: str | None, any_class: list[str], all_classes: list[str]) -> bool:
+    """Whether one call matches one side's matchers: every matcher given must hold (AND); none given, no match."""
+    checks = []
+    if tool_key is not None:
+        checks.append(call.tool_key == tool_key)
+    if any_class:
+        checks.append(bool(set(any_class) & set(call.classes)))
+    if all_classes:
+        checks.append(set(all_classes) <= set(call.classes))
+    return bool(checks) and all(checks)
 
 
 def decide(call: ToolFacts, earlier: list[ToolFacts], rules: list[RouteRule],
@@ -116,8 +119,15 @@ class RouteRules(Aggregate):
             book.rules = {}
 
     class RuleAdded(Event):
+        """v2: a rule may carry `after_all_classes` (a v1 rule had none)."""
+
         TOPIC = "RouteRules.RuleAdded"
+        class_version = 2
         rule: dict[str, Any]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["rule"] = {**state["rule"], "after_all_classes": []}
 
         def apply(self, book: RouteRules) -> None:
             book.rules[self.rule["rule_id"]] = RouteRule.model_validate(self.rule)
@@ -128,6 +138,15 @@ class RouteRules(Aggregate):
 
         def apply(self, book: RouteRules) -> None:
             book.rules.pop(self.rule_id, None)
+
+    class RuleRewritten(Event):
+        """The rule's tool names rewritten to the canonical IDs (`alias migrate`); its tool keys never change."""
+
+        TOPIC = "RouteRules.RuleRewritten"
+        rule: dict[str, Any]
+
+        def apply(self, book: RouteRules) -> None:
+            book.rules[self.rule["rule_id"]] = RouteRule.model_validate(self.rule)
 
     def __init__(self) -> None:
         self.rules: dict[str, RouteRule]
@@ -146,3 +165,6 @@ class RouteRules(Aggregate):
         if rule_id not in self.rules:
             raise UnknownRouteRule(f"no route rule '{rule_id}'", rule_id=rule_id, known=sorted(self.rules))
         record(self, self.RuleRemoved, meta, rule_id=rule_id)
+
+    def rewrite(self, rule: RouteRule, meta: Meta) -> None:
+        record(self, self.RuleRewritten, meta, rule=rule.model_dump(mode="json"))

@@ -8,7 +8,7 @@ import uuid
 
 from eventsourcing.domain import Aggregate
 
-from domain.base import CatalogEvent, Meta, create, natural_id
+from domain.base import CatalogEvent, Meta, create, natural_id, record
 from domain.route_errors import NotASecretTool, SecretRefNotAllowed, SecretValueRefused
 
 REF_MAX, NAME_REF_MAX = 512, 128  # an ARN or a manager's path is longer than a name
@@ -68,6 +68,17 @@ class SecretRef(Aggregate):
             secret.ref = self.ref
             secret.allowed = dict(zip(self.allowed_tool_keys, self.allowed_tool_ids))
 
+    class ToolsRewritten(Event):
+        """The allowed tools' IDs rewritten to their canonical IDs (`alias migrate`); the keys never change."""
+
+        TOPIC = "SecretRef.ToolsRewritten"
+        ref: str
+        allowed_tool_ids: list[str]
+        allowed_tool_keys: list[str]
+
+        def apply(self, secret: SecretRef) -> None:
+            secret.allowed = dict(zip(self.allowed_tool_keys, self.allowed_tool_ids))
+
     def __init__(self) -> None:
         self.ref: str
         self.allowed: dict[str, str]
@@ -77,6 +88,11 @@ class SecretRef(Aggregate):
         """`allowed`: tool key → canonical ID of every tool the reference may be given to."""
         return create(cls, cls.Added, secret_ref_key(check_ref(ref)), meta, ref=ref,
                       allowed_tool_ids=list(allowed.values()), allowed_tool_keys=list(allowed))
+
+
+    def rewrite_tools(self, allowed: dict[str, str], meta: Meta) -> None:
+        record(self, self.ToolsRewritten, meta, ref=self.ref, allowed_tool_ids=list(allowed.values()),
+               allowed_tool_keys=list(allowed))
 
 
 def check_allowed(ref: str, allowed_tool_keys: list[str], tool_id: str, tool_key: str) -> None:

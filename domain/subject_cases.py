@@ -161,18 +161,22 @@ class SubjectUseCases(CatalogApplication):
         args = {"slug": slug, "unit": unit_name, "effective_at": effective_at}
         return self.execute(f"connector.{verb}", args, meta, build)
 
-    def declare_image(self, name: str, image: str, tools: list[str], meta: Meta) -> WriteResult:
+    def declare_image(self, subject: str, image: str, tools: list[str], meta: Meta) -> WriteResult:
+        """The image `subject` runs: `unit:NAME`, `agent:NAME`, or a bare agent name (as before units could)."""
+        kind, name = parse_subject(subject) if ":" in subject else ("agent", subject)
+
         def build(batch: Batch) -> None:
-            agent = self.agent(name)
+            runner = self.unit(name) if kind == "unit" else self.agent(name)
             if not image.strip():
-                raise UsageError("an image declaration names the image reference", agent=name)
+                raise UsageError("an image declaration names the image reference", **{kind: name})
             # New tools in sv.* are the policy's reserved prefix; an existing platform tool stays the platform's.
             owner = f"image:{image_publisher(image)}"
             declared = [self._tool_or_register(batch, tool_id, "image", owner, meta)
                         for tool_id in dict.fromkeys(tools)]
-            agent.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
-            batch.add(agent)
-        return self.execute("image.declare", {"agent": name, "image": image, "tools": tools}, meta, build)
+            runner.declare_image(image, [t.tool_id for t in declared], [str(t.id) for t in declared], meta)
+            batch.add(runner)
+        # An agent's arguments as they were before units ran images: a retried idempotency key still matches.
+        return self.execute("image.declare", {kind: name, "image": image, "tools": tools}, meta, build)
 
     # -- explicit grants -------------------------------------------------------------------------------
     def _grant_targets(self, batch: Batch, target: str) -> list[tuple[str, uuid.UUID | None]]:

@@ -2,6 +2,7 @@
 are written."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Literal
 
@@ -9,6 +10,7 @@ from domain.errors import UsageError
 from domain.grammar import shown
 
 SubjectKind = Literal["unit", "agent"]
+DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def parse_subject(text: str) -> tuple[SubjectKind, str]:
@@ -33,3 +35,11 @@ def parse_effective_at(text: str | None) -> str | None:
         raise UsageError(f"the time a change takes effect, {shown(text)}, is not an ISO 8601 time "
                          "between the years 1 and 9999 (e.g. 2026-03-01T09:00:00Z)",
                          effective_at=text[:200]) from error
+
+
+def as_of_instant(text: str) -> str:
+    """The instant an --as-of names: a date alone means the end of that day in UTC (everything recorded on
+    it counts), never its first microsecond."""
+    if DATE_ONLY.fullmatch(text):
+        return f"{text}T23:59:59.999999+00:00"
+    return text

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from domain.application import Batch, CatalogApplication, WriteResult
 from domain.base import Meta
-from domain.errors import AliasConflict, DuplicateTool, LegacyId, NotAnAlias, ReservedPrefix, ShimId, ShimTarget, \
-    UnknownTool, UsageError
+from domain.errors import AliasConflict, DuplicateTool, LegacyId, LegacyReferences, NotAnAlias, ReservedPrefix, \
+    ShimId, ShimTarget, UnknownTool, UsageError
 from domain.grammar import check_spec, check_text
 from domain.name import NameClaim
 from domain.namespace import namespace_of, plugin_owner
 from domain.nodes import check_node_tool, refuse_not_model_facing
+from domain.references import rewrite, stored_references
 from domain.schema_check import schema_problems
 from domain.tool import Tool
 from domain.taxonomy import SOURCES
@@ -197,15 +198,38 @@ class ToolUseCases(CatalogApplication):
         def build(batch: Batch) -> None:
             check_text(evidence, "evidence")
             tool = self.alias_owner(alias)
+            if step == 2:
+                self._refuse_legacy_references(tool, alias, "recording step 2")
             tool.record_step(alias, step, evidence, meta)
             batch.add(tool)
         return self.execute("alias.step", {"alias": alias, "step": step, "evidence": evidence}, meta, build)
+
+    def _refuse_legacy_references(self, tool: Tool, alias: str, before: str) -> None:
+        """Removal step 2 and the retirement need the catalog's own data migrated: a holder still naming
+        `alias` would silently lose the tool once the alias no longer resolves."""
+        found = stored_references(self, alias).found
+        if found:
+            holders = ", ".join(r["holder"] for r in found)
+            raise LegacyReferences(
+                f"stored data still names '{alias}' ({holders}): rewrite it to '{tool.tool_id}' with "
+                f"'toolcat alias migrate {alias}' before {before}", alias=alias,
+                canonical_id=tool.tool_id, references=found)
+
+    def migrate_alias(self, alias: str, meta: Meta) -> WriteResult:
+        """ARCH-21's operator migration: the catalog's own stored references to `alias` (allowlists, route
+        rules, secret references' allowed tools) rewritten to the canonical ID, as events."""
+        def build(batch: Batch) -> None:
+            tool = self.alias_owner(alias)
+            rewrite(batch, stored_references(self, alias), tool.tool_id)
+        return self.execute("alias.migrate", {"alias": alias}, meta, build)
 
     def retire_alias(self, alias: str, release: str, meta: Meta) -> WriteResult:
         def build(batch: Batch) -> None:
             tool = self.alias_owner(alias)
             train = batch.releases()
             published = train.require(release)
+            if tool.aliases[alias].lifecycle == "deprecated":  # (else retire_alias says what it is)
+                self._refuse_legacy_references(tool, alias, "retiring it")
             tool.retire_alias(alias, published, train.first_after(tool.canonical_since), meta)
             batch.add(tool)
         return self.execute("alias.retire", {"alias": alias, "release": release}, meta, build)

@@ -1,5 +1,6 @@
 """A unit: a subject that nests (a parent unit), to which connectors are bound; its agents inherit
-everything granted to it and its ancestors.
+everything granted to it and its ancestors — except the tools of an image the unit runs, which are the
+unit's alone (Spring Voyage: image tools belong to the subject that runs the image).
 
 Its events' stored names are their TOPIC ("Unit.Created"), not their class path: moving the class from
 domain/subjects.py changed nothing stored (tests/unit/test_stored_events.py loads the old rows)."""
@@ -30,6 +31,7 @@ class Unit(Aggregate):
 
         def apply(self, unit: Unit) -> None:
             unit.name, unit.parent, unit.bindings = self.name, self.parent, set()
+            unit.image, unit.image_tools = None, []
 
     class ConnectorBound(Event, TakesEffect):
         TOPIC = "Unit.ConnectorBound"
@@ -47,10 +49,24 @@ class Unit(Aggregate):
         def apply(self, unit: Unit) -> None:
             unit.bindings.discard(self.slug)
 
+    class ImageDeclared(Event):
+        """The image the unit runs and the tools it declares; a later one replaces it (image rotation)."""
+
+        TOPIC = "Unit.ImageDeclared"
+        unit: str
+        image: str
+        tools: list[str]
+        tool_keys: list[str]
+
+        def apply(self, unit: Unit) -> None:
+            unit.image, unit.image_tools = self.image, list(self.tools)
+
     def __init__(self) -> None:
         self.name: str
         self.parent: str | None
         self.bindings: set[str]
+        self.image: str | None
+        self.image_tools: list[str]
 
     @classmethod
     def create(cls, name: str, parent: str | None, meta: Meta) -> Unit:
@@ -67,3 +83,6 @@ class Unit(Aggregate):
             raise NotBound(f"connector '{slug}' is not bound to unit '{self.name}'", connector=slug,
                            unit=self.name)
         record(self, self.ConnectorUnbound, meta, unit=self.name, slug=slug, effective_at=effective_at)
+
+    def declare_image(self, image: str, tools: list[str], tool_keys: list[str], meta: Meta) -> None:
+        record(self, self.ImageDeclared, meta, unit=self.name, image=image, tools=tools, tool_keys=tool_keys)

@@ -18,6 +18,7 @@ READ_ROUTES: dict[str, tuple[str, str]] = {
     "sql": ("POST", "/v1/sql"),
     "route check": ("GET", "/v1/subjects/{subject}/route-check"),
     "route node": ("GET", "/v1/route/node/{tool}"),
+    "secret alias resolve": ("GET", "/v1/subjects/{subject}/secret-aliases/{alias}"),
     "proposal list": ("GET", "/v1/proposals"),
     "proposal show": ("GET", "/v1/proposals/{proposal_id}"),
     "audit what-if": ("GET", "/v1/audit/what-if"),

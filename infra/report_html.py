@@ -93,10 +93,19 @@ def _verdict(entry: dict[str, Any]) -> str:
 
 def _uses(entry: dict[str, Any]) -> str:
     if not entry["uses"]:
-        return "<p>No allowlist, grant, connector or image names it any more.</p>"
+        return "<p>No allowlist, grant, connector, image, route rule or secret reference names it any more.</p>"
     rows = [[u["kind"], u["holder"], u["id"], (u["lifecycle"], "not-met" if u["lifecycle"] == "retired" else "pending"),
              u["position"]] for u in entry["uses"]]
     return _table(["kind", "holder", "names", "which is", "since position"], rows)
+
+
+def _flags(entry: dict[str, Any]) -> str:
+    """How the path was recorded (late milestones, a back-dated retirement): accepted, for a person to judge."""
+    flags = entry.get("flags") or []
+    if not flags:
+        return ""
+    items = "".join(f'<li class="pending">{_html(f["message"])} (position {_html(f["position"])})</li>' for f in flags)
+    return f"<h3>Flags</h3><ul>{items}</ul>"
 
 
 def _section(entry: dict[str, Any]) -> str:
@@ -113,7 +122,7 @@ def _section(entry: dict[str, Any]) -> str:
 {_html(entry.get('canonical_introduced_release') or '—')}.</p>
 {timeline_svg(entry)}
 <h3>Rules checked</h3>{_table(['rule', 'result', 'evidence', 'position'], rules)}
-<h3>Still named by</h3>{_uses(entry)}
+<h3>Still named by</h3>{_uses(entry)}{_flags(entry)}
 <h3>Verdict</h3><ul>{_verdict(entry)}</ul></section>"""
 
 
@@ -121,11 +130,13 @@ def render(report: dict[str, Any]) -> str:
     entries = report["aliases"]
     counts = {s: sum(e["status"] == s for e in entries) for s in ("complete", "window open", "findings")}
     flagged = sum(len(e["uses"]) for e in entries)
+    recorded = sum(len(e.get("flags") or []) for e in entries)
+    late = f" {recorded} flag(s) on how removal paths were recorded." if recorded else ""
     body = "".join(_section(e) for e in entries) or "<p>No deprecated or retired aliases.</p>"
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>toolcat audit report</title>"
             f"<style>{STYLE}</style></head><body><h1>Deprecation audit report</h1>"
             f"<p>History up to position {_html(report['position'])}; {len(entries)} alias(es): "
             f"{counts['complete']} complete, {counts['window open']} with the window open, "
-            f"{counts['findings']} with findings; {flagged} use(s) of deprecated or retired IDs flagged.</p>"
+            f"{counts['findings']} with findings; {flagged} use(s) of deprecated or retired IDs flagged.{late}</p>"
             f'<div id="integrity"><h2>Integrity of the history</h2>{_integrity(report.get("integrity"))}</div>'
             f"{body}</body></html>")

@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     mcp_max_tools: int = Field(20_000, gt=0)
     # `toolcat serve` compares each server's inventory with the catalog this often; 0: never.
     mcp_sync_seconds: float = Field(0.0, ge=0)
+    # `toolcat serve` checks the hash chain and the seals (shown on every page and in /v1/health) at start,
+    # then this long after each check ends (at least 4 × the check's duration); 0: never.
+    integrity_seconds: float = Field(60.0, ge=0)
     # The MCP gateway (infra/mcp/gateway/): tools/list pages of at most this many tools; the decision log
     # keeps each call's arguments and result only when asked (never secrets: those never reach a call);
     # a call's upstream answer bigger than this many bytes is refused, not passed on.

@@ -1,7 +1,7 @@
 """One alias's deprecation timeline as an inline SVG picture, with a legend.
 
 Events are placed along a line by their position: the deprecation and the milestones above it, the removal
-steps below. Labels are laid out so that none can overlap another or the legend: each label's box is
+steps below; each label says the event's position and the day it was recorded (UTC). Labels are laid out so that none can overlap another or the legend: each label's box is
 computed (its text is drawn with exactly that length, `textLength`), and labels that would collide go to
 the next lane, further from the line. `timeline_layout` returns the boxes, so a test can check them.
 """
@@ -61,10 +61,17 @@ class Mark:
     position: int
     kind: str
     text: str
+    day: str | None = None  # YYYY-MM-DD, when the entry says when the event was recorded
 
     @property
     def label(self) -> str:
-        return f"{self.text} @{self.position}"
+        return f"{self.text} @{self.position}" + (f" {self.day}" if self.day else "")
+
+
+def _day(recorded: Mapping[str, Any] | None) -> str | None:
+    """The day (UTC) an entry's event was recorded, from its ISO `recorded_at`."""
+    found = (recorded or {}).get("recorded_at")
+    return str(found)[:10] if found else None
 
 
 @dataclass(frozen=True)
@@ -98,18 +105,20 @@ def text_width(text: str) -> float:
 def marks(entry: Mapping[str, Any]) -> list[Mark]:
     """The events of an `audit alias`-shaped entry; the retirement's steps 3 and 4 are one mark."""
     window = entry.get("window") or {}
-    found = [Mark(window["opened_position"], "deprecated", "deprecated")] if window.get("opened_position") else []
+    found = [Mark(window["opened_position"], "deprecated", "deprecated", _day(entry.get("deprecated")))
+             ] if window.get("opened_position") else []
     # Labels are shown with hidden characters as escapes, and measured as shown.
-    found += [Mark(m["position"], "milestone", visible(f"{m['name'].replace('_', ' ')} {m['release']}"))
+    found += [Mark(m["position"], "milestone", visible(f"{m['name'].replace('_', ' ')} {m['release']}"), _day(m))
               for m in entry["milestones"]]
-    by_position: dict[tuple[int, str], list[int]] = {}
+    by_position: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for step in entry["steps"]:
-        by_position.setdefault((step["position"], STEP_KINDS[step["step"]]), []).append(step["step"])
-    for (position, kind), numbers in by_position.items():
-        steps = f"step{'s' if len(numbers) > 1 else ''} {', '.join(map(str, sorted(numbers)))}"
+        by_position.setdefault((step["position"], STEP_KINDS[step["step"]]), []).append(step)
+    for (position, kind), recorded in by_position.items():
+        numbers = sorted(step["step"] for step in recorded)
+        steps = f"step{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
         retired = window.get("retired_release")
         text = f"retired {retired} ({steps})" if kind == "retirement" and retired else steps
-        found.append(Mark(position, kind, visible(text)))
+        found.append(Mark(position, kind, visible(text), _day(recorded[0])))
     return sorted(found, key=lambda m: (m.position, list(KINDS).index(m.kind)))
 
 

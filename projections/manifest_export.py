@@ -97,7 +97,10 @@ def _units(con: duckdb.DuckDBPyConnection) -> dict[str, Unit]:
     for unit, slug in run(con, "SELECT unit, slug FROM bindings ORDER BY slug"):
         bound.setdefault(unit, []).append(slug)
     grants = _grants(con, "unit")
-    return {name: Unit(parent=parent, connectors=bound.get(name, []), grants=grants.get(name, []))
+    images = {unit: Image(ref=image, tools=list(tools)) for unit, image, tools in run(
+        con, "SELECT unit, image, tool_ids FROM unit_image_history WHERE valid_to IS NULL")}
+    return {name: Unit(parent=parent, connectors=bound.get(name, []), grants=grants.get(name, []),
+                       image=images.get(name))
             for name, parent in run(con, "SELECT name, parent FROM units ORDER BY since")}
 
 

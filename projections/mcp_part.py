@@ -62,17 +62,26 @@ class McpPart(BufferedPart):
                        synced_at=when(e), actor=e.actor)
         for tool in data["tools"]:
             self._tool(e, tool["tool_id"], server=data["name"], upstream_name=tool["upstream_name"], listed=True,
-                       deprecated_release=None, earliest_removal_release=None)
+                       deprecated_release=None, earliest_removal_release=None, **_described(tool))
         release = data["release"]
         earliest = None if release is None else str(parse_version(release).bump_minor())
         for tool_id in data["gone"]:
             known = self._tools.get(tool_id)
             self._tool(e, tool_id, server=data["name"],
                        upstream_name=known["upstream_name"] if known else tool_id.rpartition(".")[2],
-                       listed=False, deprecated_release=release, earliest_removal_release=earliest)
+                       listed=False, deprecated_release=release, earliest_removal_release=earliest,
+                       **{k: known[k] if known else None for k in ("title", "output_schema", "annotations")})
 
     def _tool(self, e: Envelope, tool_id: str, **row: Any) -> None:
         if {"tool_id": tool_id, **row} == self._tools.get(tool_id):
             return  # listed as before: no new version
         self._tools[tool_id] = {"tool_id": tool_id, **row}
         self.tools.set((tool_id,), row, e.position, when(e))
+
+
+def _described(tool: dict[str, Any]) -> dict[str, Any]:
+    """A synced tool's title, output schema and annotations as columns (JSON text; None when not given)."""
+    def text(value: Any) -> str | None:
+        return None if value is None else json.dumps(value, sort_keys=True)
+    return {"title": tool["title"], "output_schema": text(tool["output_schema"]),
+            "annotations": text(tool["annotations"])}

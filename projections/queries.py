@@ -10,6 +10,7 @@ import orjson
 
 from domain.errors import RetiredAlias, Unavailable, UnknownTool, UsageError
 from domain.grammar import check_id_text
+from domain.recording_flags import Published, backdated_retirement, late_milestones
 from domain.window import REMOVAL_STEPS, earliest_removal
 from projections.tracking import PROJECTION
 from projections.rows import run, scalar, select_rows
@@ -70,7 +71,11 @@ def _aliases_by_tool(con: duckdb.DuckDBPyConnection, tool_keys: list[str]) -> di
 
 def tool_show(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any]:
     """A tool's descriptor, found by its canonical ID or any live alias."""
-    key = lookup(con, tool_id)["tool_key"]
+    return tool_descriptor(con, lookup(con, tool_id)["tool_key"])
+
+
+def tool_descriptor(con: duckdb.DuckDBPyConnection, key: str) -> dict[str, Any]:
+    """The descriptor `tool show` answers, of the tool with key `key` (one that exists)."""
     tool = select_rows(con, f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE tool_key = ?", [key])[0]
     return _describe(tool, _aliases_by_tool(con, [key])[key]) | _current_schema(con, key)
 
@@ -127,7 +132,7 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     if not rows:
         raise UnknownTool(f"no alias '{alias}' in the catalog", tool_id=alias)
     entry = rows[0]
-    milestones = select_rows(con, "SELECT milestone AS name, release, position, evidence FROM "
+    milestones = select_rows(con, "SELECT milestone AS name, release, position, evidence, recorded_at FROM "
                                   "alias_milestones WHERE alias = ? ORDER BY position", [alias])
     steps = _named_steps(select_rows(con, "SELECT step, position, recorded_at, actor, evidence FROM alias_steps "
                                           "WHERE alias = ? ORDER BY step", [alias]))
@@ -135,8 +140,8 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
     if entry["deprecated_position"] is not None:
         opened = scalar(con, "SELECT version FROM releases WHERE position > ? ORDER BY seq LIMIT 1",
                         [entry["deprecated_position"]])
-    for step in steps:
-        step["recorded_at"] = step["recorded_at"].isoformat(timespec="microseconds")
+    for recorded in (*milestones, *steps):
+        recorded["recorded_at"] = recorded["recorded_at"].isoformat(timespec="microseconds")
     deprecated = None  # when and by whom the window opened
     if entry["deprecated_position"] is not None:
         found = select_rows(con, "SELECT position, recorded_at, actor FROM events WHERE position = ?",
@@ -154,7 +159,20 @@ def audit_alias(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, Any]:
                    "retired_release": entry["retired_release"]},
         "milestones": milestones,
         "steps": steps,
+        "flags": recording_flags(con, alias, entry),
     }
+
+
+def recording_flags(con: duckdb.DuckDBPyConnection, alias: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Milestones recorded long after their release, and a retirement back-dated to an older release
+    (domain/recording_flags.py): flags for a person to judge, not findings."""
+    releases: dict[str, Published] = {
+        r["version"]: {"seq": r["seq"], "position": r["position"], "recorded_at": r["recorded_at"]}
+        for r in select_rows(con, "SELECT version, seq, position, recorded_at FROM releases")}
+    stamped = select_rows(con, "SELECT milestone AS name, release, position, recorded_at FROM alias_milestones "
+                               "WHERE alias = ? ORDER BY position", [alias])
+    return [*late_milestones(stamped, releases),
+            *backdated_retirement(entry["retired_release"], entry["retired_position"], releases)]
 
 
 def deprecation(con: duckdb.DuckDBPyConnection, tool_id: str) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ import duckdb
 
 from domain.errors import RetiredAlias, UnknownSubject, UnknownTool, UsageError
 from domain.nodes import NodeFacts, refuse_not_model_facing, select_node
-from domain.route_errors import UnknownSecretRef
+from domain.route_errors import SecretAliasNotAllowed, UnknownSecretAlias, UnknownSecretRef
 from domain.routing import RouteRule, ToolFacts, decide
 from domain.secret_refs import check_allowed
 from domain.subjects import parse_subject
@@ -85,6 +85,35 @@ def check_secret_ref(con: duckdb.DuckDBPyConnection, ref: str, tool: ToolFacts) 
         raise UnknownSecretRef(f"no secret reference '{ref}'; add it with toolcat secret ref add {ref} "
                                f"--allow-tool {tool.canonical_id}", secret_ref_id=ref)
     check_allowed(ref, list(rows[0]["allowed_tool_keys"]), tool.canonical_id, tool.tool_key)
+
+
+def resolve_secret_alias(con: duckdb.DuckDBPyConnection, subject: str, alias: str, tool: str) -> dict[str, Any]:
+    """ARCH-19: `alias` looked up in the agent's own scope only, for a call of `tool`. Unknown (in this scope),
+    or disallowed — the reference may not go to the tool, or the agent's allowlist does not enable the tool
+    for it — fails here, before anything would resolve the secret. Answers safe metadata only."""
+    kind, agent = parse_subject(subject)
+    if kind != "agent":
+        raise UsageError(f"a secret alias is scoped to an agent (agent:NAME), not to the {kind} '{agent}'",
+                         subject=subject)
+    found = select_rows(con, "SELECT ref, display_name FROM secret_aliases WHERE agent = ? AND secret_alias = ?",
+                        [agent, alias])
+    if not found:
+        known = [r[0] for r in run(con, "SELECT secret_alias FROM secret_aliases WHERE agent = ? ORDER BY 1", [agent])]
+        raise UnknownSecretAlias(f"agent '{agent}' has no secret alias '{alias}'; an alias resolves only in its "
+                                 "own agent's scope", subject=subject, secret_alias=alias, known=known)
+    ref, display_name = found[0]["ref"], found[0]["display_name"]
+    facts = tool_facts(con, tool)
+    check_secret_ref(con, ref, facts)
+    exposure = run(con, "SELECT exposure FROM effective_tools WHERE subject_kind = 'agent' AND subject = ? "
+                        "AND tool_key = ?", [agent, facts.tool_key])
+    if not exposure or exposure[0][0] != "enabled":
+        state = exposure[0][0] if exposure else "not in its set"
+        raise SecretAliasNotAllowed(f"agent '{agent}' may not call '{facts.canonical_id}' ({state}): its secret "
+                                    f"alias '{alias}' is resolved only for tools its allowlist enables",
+                                    subject=subject, secret_alias=alias, tool_id=facts.canonical_id,
+                                    exposure=state)
+    return {"subject": subject, "secret_alias": alias, "secret_ref_id": ref, "display_name": display_name,
+            "tool_id": facts.canonical_id}
 
 
 def with_classes(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from projections.catalog_part import Handler, when
 from projections.envelope import Envelope
 from projections.rows import BufferedPart, HistoryRows, select_rows
 
-_RULE_LISTS = ("deny_any_class", "deny_all_classes", "after_any_class")
+_RULE_LISTS = ("deny_any_class", "deny_all_classes", "after_any_class", "after_all_classes")
 _RULE_NAMES = ("deny_tool", "deny_tool_key", "after_tool", "after_tool_key", "scope")
 
 
@@ -19,11 +19,13 @@ class RoutingPart(BufferedPart):
         self.rules = HistoryRows("route_rule_history", ("rule_id",))
         self.nodes = HistoryRows("node_history", ("node_key",))
         self.secret_refs = HistoryRows("secret_ref_history", ("ref",))
+        self.secret_aliases = HistoryRows("secret_alias_history", ("agent", "secret_alias"))
         self._node: dict[str, dict[str, Any]] = {}  # node key → its current state, as a row
         self.handlers: dict[str, Handler] = {
             "RouteRules.Started": lambda e, data: None,
             "RouteRules.RuleAdded": self.rule_added,
             "RouteRules.RuleRemoved": self.rule_removed,
+            "RouteRules.RuleRewritten": self.rule_added,  # the same rule, its tool names now canonical
             "Node.Opened": self.node_opened,
             "Node.Paired": lambda e, data: self._node_change(e, paired=True),
             "Node.Unpaired": lambda e, data: self._node_change(e, paired=False, ready=False),
@@ -34,6 +36,9 @@ class RoutingPart(BufferedPart):
             "Node.ToolDenied": self.tool_denied,
             "Node.Attached": lambda e, data: self._node_change(e, lane=data["lane"]),
             "SecretRef.Added": self.secret_ref_added,
+            "SecretRef.ToolsRewritten": self.secret_ref_added,  # the same reference, its tool IDs canonical
+            "SecretAliases.Opened": lambda e, data: None,
+            "SecretAliases.AliasAdded": self.secret_alias_added,
         }
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:
@@ -45,7 +50,7 @@ class RoutingPart(BufferedPart):
                 self._node[row["node_key"]] = row
 
     def _buffers(self) -> tuple[HistoryRows, ...]:
-        return (self.rules, self.nodes, self.secret_refs)
+        return (self.rules, self.nodes, self.secret_refs, self.secret_aliases)
 
     def discard(self) -> None:
         super().discard()
@@ -87,3 +92,7 @@ class RoutingPart(BufferedPart):
         self.secret_refs.set((data["ref"],), {"allowed_tool_ids": list(data["allowed_tool_ids"]),
                                               "allowed_tool_keys": list(data["allowed_tool_keys"])},
                              e.position, when(e))
+
+    def secret_alias_added(self, e: Envelope, data: dict[str, Any]) -> None:
+        self.secret_aliases.set((data["agent"], data["secret_alias"]),
+                                {"ref": data["ref"], "display_name": data["display_name"]}, e.position, when(e))

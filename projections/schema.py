@@ -11,7 +11,7 @@ HISTORY_TABLES = ("tool_history", "alias_history", "platform_namespaces", "patte
                   "agent_history", "allowlist_history", "image_history", "connector_history", "binding_history",
                   "grant_history", "tool_class_history", "route_rule_history", "node_history",
                   "secret_ref_history", "tool_schema_history", "mcp_server_history",
-                  "mcp_tool_history")
+                  "mcp_tool_history", "secret_alias_history", "unit_image_history")
 
 # History tables whose versions also record when they took effect (`--effective-at`):
 # effective_from / effective_to beside valid_from / valid_to.

@@ -55,6 +55,7 @@ class SubjectsPart(BufferedPart):
             _history("allowlist_history", ("agent",), "history_allowlists", "Agent.AllowlistSet",
                      "Agent.AllowlistCleared"),
             _history("image_history", ("agent",), "history_images", "Agent.ImageDeclared"),
+            _history("unit_image_history", ("unit",), "history_unit_images", "Unit.ImageDeclared"),
             _history("connector_history", ("slug",), "history_connectors", "Connector.Registered"),
             _history("binding_history", ("unit", "slug"), "history_bindings", "Unit.ConnectorBound",
                      "Unit.ConnectorUnbound"),

@@ -6,19 +6,27 @@ from typing import Any
 
 import duckdb
 
-from projections.effective.reads import effective_rows, subjects_at
+from projections.effective.reads import subjects_at, subjects_registered
 from projections.rows import select_rows
+from projections.sqlfiles import query
+from projections.tracking import read_tracking
 
 FIELDS = ("subject", "provenance", "inherited_from", "exposure")
 
 
 def who_can(con: duckdb.DuckDBPyConnection, tool_key: str, at: int | None = None) -> list[dict[str, Any]]:
-    """The subjects that see the tool `tool_key`, sorted by kind (agents, then units) and name. Now: read from
-    the maintained sets; as of `at`: recomputed from history for every subject that existed then."""
+    """The subjects that see the tool `tool_key`, sorted by kind (agents, then units) and name. Now (or as
+    of the read model's own position, the same sets): read from the maintained sets; as of an earlier `at`:
+    recomputed from history for every subject that existed then, only the tool's rows leaving DuckDB (on
+    1,000 agents × 10,000 tools: 0.4 s, against 10 s for whole sets sifted in Python)."""
+    if at is not None and at >= read_tracking(con).position:
+        at = None
     if at is None:
         rows = select_rows(con, "SELECT * FROM effective_tools WHERE tool_key = $k "
                                 "ORDER BY subject_kind, subject", {"k": tool_key})
     else:
-        rows = [r for r in effective_rows(con, subjects_at(con, at), at) if r["tool_key"] == tool_key]
+        with subjects_registered(con, subjects_at(con, at)):
+            rows = select_rows(con, query("effective_rows") + "WHERE tool_key = $k ORDER BY subject_kind, subject",
+                               {"at": at, "effective_at": None, "k": tool_key})
     return [{"subject": f"{r['subject_kind']}:{r['subject']}",
              **{k: r[k] for k in FIELDS if k != "subject"}} for r in rows]

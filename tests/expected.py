@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,17 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?
 
 
 def masked(text: str, *paths: Path) -> str:
-    """`text` with every hash, time and each of `paths` replaced by a placeholder, and the program's name
-    in hints (`.venv/bin/toolcat` where it is not on the PATH) written as `toolcat`."""
+    """`text` with every hash, time, the day of the run (the day events were recorded, as the audit timeline
+    says it) and each of `paths` replaced by a placeholder, and the program's name in hints
+    (`.venv/bin/toolcat` where it is not on the PATH) written as `toolcat`."""
     text = text.replace(f"{program()} ", "toolcat ")
     for index, path in enumerate(paths):
         text = text.replace(str(path), f"<path{index}>")
-    return _TIME.sub("<time>", _HASH.sub("<hash>", text))
+    text = _TIME.sub("<time>", _HASH.sub("<hash>", text))
+    now = datetime.now(timezone.utc)
+    for day in (now, now - timedelta(days=1)):  # (a run may cross midnight)
+        text = text.replace(day.strftime("%Y-%m-%d"), "<today>")
+    return text
 
 
 def check_expected(request: pytest.FixtureRequest, name: str, text: str, *paths: Path) -> None:

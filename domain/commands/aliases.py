@@ -58,6 +58,14 @@ class AliasStep(CatalogCommand):
         return catalog.record_step(self.alias, self.step, self.evidence, meta)
 
 
+class AliasMigrate(CatalogCommand):
+    name: ClassVar[str] = "alias migrate"
+    alias: str
+
+    def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
+        return catalog.migrate_alias(self.alias, meta)
+
+
 class AliasRetire(CatalogCommand):
     name: ClassVar[str] = "alias retire"
     alias: str

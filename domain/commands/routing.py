@@ -22,6 +22,8 @@ class RouteRuleAdd(CatalogCommand):
                                                                  "classes")
     after_any_class: list[str] | None = Field(None, description="only after an earlier call to a tool with any "
                                                                 "of these classes")
+    after_all_classes: list[str] | None = Field(None, description="only after an earlier call to a tool with all "
+                                                                  "of these classes (on that one call)")
     deny_tool: str | None = Field(None, description="deny calls to this tool, by any of its names")
     after_tool: str | None = Field(None, description="only after an earlier call to this tool")
     scope: str | None = Field(None, description="only for this unit (and below) or agent: unit:U or agent:A")
@@ -32,7 +34,8 @@ class RouteRuleAdd(CatalogCommand):
                              "--deny-tool")
         rule = {"rule_id": self.rule_id, "deny_any_class": self.deny_any_class or [],
                 "deny_all_classes": self.deny_all_classes or [], "deny_tool": self.deny_tool,
-                "after_any_class": self.after_any_class or [], "after_tool": self.after_tool, "scope": self.scope}
+                "after_any_class": self.after_any_class or [],
+                "after_all_classes": self.after_all_classes or [], "after_tool": self.after_tool, "scope": self.scope}
         return catalog.add_route_rule(rule, meta)
 
 
@@ -120,3 +123,15 @@ class SecretRefAdd(CatalogCommand):
 
     def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
         return catalog.add_secret_ref(self.ref, self.allow_tools, meta)
+
+
+class SecretAliasAdd(CatalogCommand):
+    name: ClassVar[str] = "secret alias add"
+    subject: str = Field(description="the agent whose scope the alias belongs to: agent:NAME")
+    alias: str = Field(description="the agent-scoped shorthand (a short lowercase name, never a value)")
+    ref: str = Field(description="the secret reference it stands for")
+    display_name: str | None = Field(None, description="an operator-safe label that may appear in "
+                                                       "model-visible metadata")
+
+    def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
+        return catalog.add_secret_alias(self.subject, self.alias, self.ref, self.display_name, meta)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from domain.commands.base import CatalogCommand
 from domain.errors import UsageError
@@ -82,12 +82,14 @@ class ConnectorUnbind(CatalogCommand):
 
 class ImageDeclare(CatalogCommand):
     name: ClassVar[str] = "image declare"
-    agent: str
-    image: str = Field(description="the agent's image reference")
+    # `agent` was the field's name before units ran images: a body naming it is still taken.
+    subject: str = Field(validation_alias=AliasChoices("subject", "agent"),
+                         description="the subject running the image: unit:NAME, agent:NAME or an agent's name")
+    image: str = Field(description="the image reference")
     tools: list[str] = Field(description="the tools the image declares")
 
     def run(self, catalog: Catalog, meta: Meta) -> WriteResult:
-        return catalog.declare_image(self.agent, self.image, self.tools, meta)
+        return catalog.declare_image(self.subject, self.image, self.tools, meta)
 
 
 class GrantAdd(CatalogCommand):

@@ -32,6 +32,9 @@ def register(commands: Commands) -> None:
                    help="; ".join(f"{n}: {name}" + ("" if n in RECORDABLE_STEPS else " (by 'alias retire')")
                                   for n, name in REMOVAL_STEPS.items()))
     p.add_argument("--evidence", required=True, help="what confirms the step (a PR, a release note, a migration)")
+    commands.add("alias migrate", cmd_alias_migrate, "rewrite the catalog's stored references to an alias "
+                 "(agent allowlists, route rules, secret references' allowed tools) to its canonical ID; removal "
+                 "step 2 needs none left", "write").add_argument("alias", metavar="ALIAS")
     p = commands.add("alias retire", cmd_alias_retire, "retire a deprecated alias: performs removal steps "
                      f"3 ({REMOVAL_STEPS[3]}) and 4 ({REMOVAL_STEPS[4]}); needs the window closed and steps "
                      f"{' and '.join(map(str, CONFIRMATION_STEPS))} confirmed", "write")
@@ -58,6 +61,11 @@ def cmd_alias_milestone(ctx: Context) -> Reply:
 def cmd_alias_step(ctx: Context) -> Reply:
     from domain.commands import aliases
     return write(ctx, aliases.AliasStep)
+
+
+def cmd_alias_migrate(ctx: Context) -> Reply:
+    from domain.commands import aliases
+    return write(ctx, aliases.AliasMigrate)
 
 
 def cmd_alias_retire(ctx: Context) -> Reply:

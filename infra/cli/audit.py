@@ -100,6 +100,9 @@ def cmd_audit_alias(ctx: Context) -> Reply:
         Table("removal steps" if len(recorded) == len(REMOVAL_STEPS) else
               "removal steps (no position: not recorded yet)",
               ["step", "name", "position", "recorded_at", "actor", "evidence"], steps),
+        *([Table("flags (recorded late or back-dated: accepted, for a person to judge)",
+                 ["kind", "position", "what"], [[f["kind"], f["position"], f["message"]] for f in report["flags"]])]
+          if report["flags"] else []),
     ])
 
 

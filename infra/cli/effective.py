@@ -3,19 +3,16 @@ and why the subject sees (or not) one tool."""
 from __future__ import annotations
 
 import argparse
-import re
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import UnknownSubject, UsageError
-from domain.subjects import parse_effective_at, parse_subject
+from domain.subjects import as_of_instant, parse_effective_at, parse_subject
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands
 from projections.schema import EFFECTIVE_FIELDS
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
     from infra.context import Context
-
-DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def register(commands: Commands) -> None:
@@ -24,10 +21,31 @@ def register(commands: Commands) -> None:
     moment_options(p)
     p.add_argument("--with-classes", action="store_true",
                    help="add each tool's class labels (ADR-027) to its row, as they stood at the same position")
+    selector_options(p)
     p = commands.add("explain", cmd_explain, "why a subject sees (or not) a tool", "read")
     p.add_argument("subject", metavar="SUBJECT")
     p.add_argument("tool", metavar="TOOL")
     moment_options(p)
+    selector_options(p)
+
+
+# domain/selectors.py's SELECTORS, as options (the names are repeated: registering imports no domain module)
+_SELECTOR_OPTIONS = {"--execution-profile": "an exposure selector ARCH-21 reserves",
+                     "--conversation-kind": "an exposure selector ARCH-21 reserves",
+                     "--conversation-id": "a context-report selector, not an exposure selector",
+                     "--turn-id": "a context-report selector, not an exposure selector"}
+
+
+def selector_options(parser: argparse.ArgumentParser) -> None:
+    """ARCH-21's selectors on an inventory read: taken so that none is ever ignored, and refused
+    (exit 3, unsupported_selector) by refuse_selectors, as over HTTP."""
+    for flag, what in _SELECTOR_OPTIONS.items():
+        parser.add_argument(flag, metavar="VALUE", help=f"{what}: refused (unsupported_selector)")
+
+
+def refuse_selectors(ctx: Context) -> None:
+    from domain.selectors import refuse_selectors as refuse
+    refuse(vars(ctx.args))
 
 
 def moment_options(parser: argparse.ArgumentParser, effective_at: bool = True) -> None:
@@ -56,14 +74,6 @@ def moment(ctx: Context) -> int | None:
     return None if a.as_of is None else queries.position_at_time(con, as_of_instant(a.as_of))
 
 
-def as_of_instant(text: str) -> str:
-    """The instant an --as-of names: a date alone means the end of that day in UTC (everything recorded on
-    it counts), never its first microsecond."""
-    if DATE_ONLY.fullmatch(text):
-        return f"{text}T23:59:59.999999+00:00"
-    return text
-
-
 def stamped(ctx: Context, document: dict[str, Any]) -> dict[str, Any]:
     """`document` with the instant a date-only --as-of was taken as (`as_of`); a full time is answered as
     given."""
@@ -89,6 +99,7 @@ def cmd_effective(ctx: Context) -> Reply:
     from projections.tracking import read_tracking
     from projections.effective.reads import INFINITY, effective_rows
     from infra.reading import current_document
+    refuse_selectors(ctx)
     at = moment(ctx)
     effective_at = parse_effective_at(ctx.args.effective_at)
     if at is None and effective_at is None:
@@ -118,6 +129,7 @@ def cmd_effective(ctx: Context) -> Reply:
 def cmd_explain(ctx: Context) -> Reply:
     from projections.effective.reads import INFINITY, explanation
     from projections import queries
+    refuse_selectors(ctx)
     at = moment(ctx)
     kind, name = _subject(ctx, at)
     con = ctx.read_model()

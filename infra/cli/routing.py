@@ -29,6 +29,19 @@ def register(commands: Commands) -> None:
     p.add_argument("--allow-tool", dest="allow_tools", action="append", required=True, metavar="ID",
                    help="a tool that may receive the secret (repeatable)")
     _refuse_unknown_arguments_unrepeated(p)
+    commands.subgroup("secret alias", "agent-scoped secret aliases", "subsubcommand")
+    p = commands.add("secret alias add", cmd_secret_alias_add, "give a secret reference an alias in one agent's "
+                     "scope, with an optional operator-safe display name", "write")
+    p.add_argument("subject", metavar="agent:NAME")
+    p.add_argument("alias", metavar="ALIAS")
+    p.add_argument("ref", metavar="REF")
+    p.add_argument("--display-name", metavar="TEXT", help="a label that may be shown to a model (never a value)")
+    _refuse_unknown_arguments_unrepeated(p)
+    p = commands.add("secret alias resolve", cmd_secret_alias_resolve, "check an agent's secret alias for a call "
+                     "of TOOL: its reference and display name, or why it may not be used", "read")
+    p.add_argument("subject", metavar="agent:NAME")
+    p.add_argument("alias", metavar="ALIAS")
+    p.add_argument("--tool", required=True, metavar="ID", help="the dedicated secret tool the alias is for")
 
 
 def _route_commands(commands: Commands) -> None:
@@ -37,7 +50,8 @@ def _route_commands(commands: Commands) -> None:
     p.add_argument("rule_id", metavar="RULE_ID")
     for flag, text in (("--deny-any-class", "deny a call to a tool with any of these classes"),
                        ("--deny-all-classes", "deny a call to a tool with all of these classes"),
-                       ("--after-any-class", "only after an earlier call to a tool with any of these classes")):
+                       ("--after-any-class", "only after an earlier call to a tool with any of these classes"),
+                       ("--after-all-classes", "only after an earlier call to a tool with all of these classes")):
         p.add_argument(flag, action="extend", nargs="+", metavar="C", help=text)
     p.add_argument("--deny-tool", metavar="ID", help="deny calls to this tool, by any of its names")
     p.add_argument("--after-tool", metavar="ID", help="only after an earlier call to this tool")
@@ -146,3 +160,17 @@ def cmd_node_deny(ctx: Context) -> Reply:
 def cmd_secret_ref_add(ctx: Context) -> Reply:
     from domain.commands import routing as routing_commands
     return write(ctx, routing_commands.SecretRefAdd)
+
+
+def cmd_secret_alias_add(ctx: Context) -> Reply:
+    from domain.commands import routing as routing_commands
+    return write(ctx, routing_commands.SecretAliasAdd)
+
+
+def cmd_secret_alias_resolve(ctx: Context) -> Reply:
+    from projections import routing
+    a = ctx.args
+    found = routing.resolve_secret_alias(ctx.read_model(), a.subject, a.alias, a.tool)
+    label = f" ({plain(found['display_name'])})" if found["display_name"] else ""
+    return Reply(found, [f"{plain(found['subject'])}: {plain(found['secret_alias'])} → secret reference "
+                         f"{plain(found['secret_ref_id'])}{label}, for {plain(found['tool_id'])}"])

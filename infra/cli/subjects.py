@@ -28,10 +28,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--clear", action="store_true",
                    help="remove the allowlist: the agent may call every tool of its set")
     _connector_commands(commands)
-    commands.group("image", "tools an agent's image declares")
-    p = commands.add("image declare", cmd_image_declare, "declare (or rotate) an agent's image tools", "write")
-    p.add_argument("agent", metavar="AGENT")
-    p.add_argument("--image", required=True, metavar="REF", help="the agent's image reference")
+    commands.group("image", "tools the image an agent or a unit runs declares")
+    p = commands.add("image declare", cmd_image_declare, "declare (or rotate) the image a unit or an agent runs, "
+                                                         "with its tools", "write")
+    p.add_argument("subject", metavar="SUBJECT", help="unit:NAME, agent:NAME, or an agent's name; a unit's image "
+                                                      "tools are its own (its agents do not inherit them)")
+    p.add_argument("--image", required=True, metavar="REF", help="the image reference")
     p.add_argument("--tool", dest="tools", action="append", required=True, metavar="ID",
                    help="a tool the image declares (repeat for several)")
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from domain.errors import InvalidSchema
 from domain.taxonomy import GROUPS, RISKS, SOURCES, TIERS, VISIBILITIES
+from infra.cli.effective import refuse_selectors, selector_options
 from infra.cli.output import Reply, Table, plain
 from infra.cli.registry import Commands, read_text_file, write
 
@@ -32,6 +33,7 @@ def register(commands: Commands) -> None:
     p.add_argument("--cursor", help="continue from the next_cursor a previous page answered")
     p.add_argument("--visibility", choices=(*VISIBILITIES, "all"), default="public",
                    help="which inventory: public (default), internal, runtime_only or all")
+    selector_options(p)
     commands.add("resolve", cmd_resolve, "resolve an ID or alias to its canonical ID", "read") \
         .add_argument("id", metavar="ID")
 
@@ -94,6 +96,7 @@ def cmd_tool_show(ctx: Context) -> Reply:
 
 def cmd_tool_list(ctx: Context) -> Reply:
     from projections import queries
+    refuse_selectors(ctx)
     a = ctx.args
     page = queries.tool_list(ctx.read_model(), a.group, a.family, a.limit, a.cursor, a.visibility)
     human: list[Any] = [Table(None, ["canonical_id", "group", "tier", "visibility", "source", "aliases"],

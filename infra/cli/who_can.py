@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infra.cli.effective import moment, moment_options, stamped
+from infra.cli.effective import moment, moment_options, refuse_selectors, selector_options, stamped
 from infra.cli.output import Reply, Table
 from infra.cli.registry import Commands
 
@@ -17,12 +17,14 @@ def register(commands: Commands) -> None:
                      "exposure", "read")
     p.add_argument("tool", metavar="TOOL", help="a canonical ID or an alias of it")
     moment_options(p, effective_at=False)
+    selector_options(p)
 
 
 def cmd_who_can(ctx: Context) -> Reply:
     from projections import queries
     from projections.tracking import read_tracking
     from projections.who_can import who_can
+    refuse_selectors(ctx)
     at = moment(ctx)
     con = ctx.read_model()
     tool = queries.lookup(con, ctx.args.tool, at)  # an alias as it was then

@@ -11,12 +11,14 @@ import shlex
 import shutil
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from domain.errors import ToolcatError, UsageError
 from infra.hints import command
 from infra.dev.broker import DevBroker
+from infra.dev.demo_gateway import gateway_act
 from infra.dev.example_clock import DIRECTIVE, ExampleClock
 from infra.settings import Settings
 
@@ -87,13 +89,15 @@ class Demo:
     def heading(self, text: str) -> None:
         self.say(f"\n== {text} " + "=" * max(3, 70 - len(text)))
 
-    def build(self, name: str, home: Path) -> dict[str, Any]:
+    def build(self, name: str, home: Path, adapt: Callable[[list[str]], list[str]] | None = None
+              ) -> dict[str, Any]:
+        """Run examples/NAME.toolcat in `home` (each line through `adapt` when given)."""
         commands, clock = script(EXAMPLES / f"{name}.toolcat"), ExampleClock()
         for moment, args in commands:
             if moment is not None:
                 clock.set(moment)
             with clock.recording():
-                self.toolcat(home, *args, show=False)
+                self.toolcat(home, *(adapt(args) if adapt else args), show=False)
         head = self.toolcat(home, "sql", "SELECT count(*) AS events, max(position) AS head FROM events",
                             show=False)[0]
         self.say(f"{name}: {len(commands)} commands, {head['events']} events, head position {head['head']}")
@@ -198,6 +202,7 @@ def run_demo(settings: Settings, kafka: bool, quiet: bool) -> dict[str, Any]:
     document: dict[str, Any] = {"home": str(home), "catalogs": {n: demo.build(n, h) for n, h in homes.items()}}
     document["tyrum"] = tyrum_story(demo, homes["tyrum"])
     document["spring_voyage"] = spring_voyage_story(demo, homes["spring-voyage"])
+    document["gateway"] = gateway_act(demo, home / "gateway")
     broker = DevBroker() if kafka else None
     bootstrap = broker.start().bootstrap if broker else settings.kafka_bootstrap
     try:

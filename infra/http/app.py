@@ -31,6 +31,9 @@ from infra.http.snapshots import SnapshotPublisher
 from projections.sql_worker import workers_for
 from infra.http.state import ServerState
 from infra.http.web import web_router
+from infra.http.console_subjects import console_subjects_router
+from infra.http.console_tools import console_tools_router
+from projections.console import ConsoleIndex
 from infra.wiring import infrastructure_error
 
 log = logging.getLogger("toolcat.serve")
@@ -61,13 +64,19 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     # User SQL runs in worker processes, bounded in memory and killed at the timeout (POST /v1/sql).
     app.state.sql_workers = workers_for(state.settings.sql_memory_bytes, state.settings.duckdb_memory_limit)
     state.user_sql = lambda query: sql.run_user_sql(app, query)
+    drift = lambda: state.mcp_drift.report() if state.mcp_drift else None  # noqa: E731
+    integrity = lambda: state.integrity.report() if state.integrity else None  # noqa: E731
+    console_index = ConsoleIndex()  # the console's names in natural order, shared by `/` and the search
     # Append new routers at the end (other issues add theirs).
     for router in (operators.router, reads.router, watch.router, sql.router, writes.router, snapshots.router,
                    route_reads.router, proposals.router, who_can.router, mcp_reads.router,
-                   web_router(state.new_cursor, Depends(require("read")),
-                              mcp_drift=lambda: state.mcp_drift.report() if state.mcp_drift else None,
-                              session=session_of),
-                   signin.router):
+                   web_router(state.new_cursor, Depends(require("read")), mcp_drift=drift, session=session_of,
+                              integrity=integrity, index=console_index),
+                   console_tools_router(state.new_cursor, Depends(require("read")), session=session_of,
+                                        integrity=integrity, index=console_index),
+                   signin.router,
+                   console_subjects_router(state.new_cursor, Depends(require("read")), session=session_of,
+                                           integrity=integrity, mcp_drift=drift)):
         app.include_router(router)
     app.openapi = lambda: truthful_openapi(app)  # type: ignore[method-assign]
     # MCP streamable HTTP (issue 34): a raw ASGI app; its auth answers are its own (mcp_endpoint.py).

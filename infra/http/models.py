@@ -102,6 +102,7 @@ class AuditAlias(Document):
     window: dict[str, Any]
     milestones: list[dict[str, Any]]
     steps: list[dict[str, Any]]
+    flags: list[dict[str, Any]]
 
 
 class EventRef(Document):
@@ -140,6 +141,10 @@ class Health(Document):
     # While `toolcat serve` checks its MCP servers (TOOLCAT_MCP_SYNC_SECONDS > 0): {"every_seconds": N,
     # "servers": [{"name", "state": "in_sync"|"drift"|"error", "checked_at", "proposal_id", "error", …}]}
     mcp: dict[str, Any] | None = None
+    # The last chain check and seal comparison (infra/http/integrity.py): {"verdict": "verified" |
+    # "unverified" | "altered" | "pending" | "off", "checked_at", "every_seconds", "events", "seals",
+    # "position" (when altered: the first altered position found, null while not located), "message"}
+    integrity: dict[str, Any] | None = None
 
 
 class Readiness(Document):

@@ -36,6 +36,10 @@ def _health(request: Request) -> Response:
         document["failure"] = state.failure
     if state.mcp_drift is not None and (drift := state.mcp_drift.report()) is not None:
         document["mcp"] = drift  # only while the MCP drift check runs (TOOLCAT_MCP_SYNC_SECONDS > 0)
+    if state.integrity is not None:
+        # The history's integrity apart from `status`: a restart (what a failing /v1/health asks for)
+        # cannot mend an altered history, so it is reported here for an alert, not as `failing`.
+        document["integrity"] = state.integrity.report()
     return json_response(document)
 
 

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from domain.catalog import WriteResult
 from domain.errors import IntegrityFailure
+from domain.selectors import refuse_selectors
 from domain.taxonomy import GROUPS
 from infra.reading import altered, report_document, report_text
 from infra.reply import write_document
@@ -46,12 +47,28 @@ class Fresh:
         self.freshness = Freshness(min_position, timeout)
 
 
+_RESERVED = "reserved by ARCH-21 for later work: refused (422 unsupported_selector), never ignored"
+_CONTEXT_REPORT = "a context-report selector, not an exposure selector: refused (422 unsupported_selector)"
+
+
 class Moment:
     """As known at a past position (`at`) or time (`as_of`); grants in effect at `effective_at`."""
 
     def __init__(self, at: int | None = Query(None, ge=0), as_of: str | None = None,
                  effective_at: str | None = None) -> None:
         self.values = {"at": at, "as_of": as_of, "effective_at": effective_at}
+
+
+class Selectors:
+    """ARCH-21's exposure selectors (domain/selectors.py), taken by the inventory reads so that none is ever
+    ignored as an unknown parameter would be: each is refused, 422 unsupported_selector."""
+
+    def __init__(self, execution_profile: str | None = Query(None, description=_RESERVED),
+                 conversation_kind: str | None = Query(None, description=_RESERVED),
+                 conversation_id: str | None = Query(None, description=_CONTEXT_REPORT),
+                 turn_id: str | None = Query(None, description=_CONTEXT_REPORT)) -> None:
+        refuse_selectors({"execution_profile": execution_profile, "conversation_kind": conversation_kind,
+                          "conversation_id": conversation_id, "turn_id": turn_id})
 
 
 def in_event_loop(kind: type) -> Any:
@@ -94,7 +111,7 @@ async def waiting(request: Request, limit: int) -> AsyncIterator[None]:
             del counts[client]
 
 
-FRESH, MOMENT = Depends(fresh_enough), in_event_loop(Moment)
+FRESH, MOMENT, SELECTORS = Depends(fresh_enough), in_event_loop(Moment), in_event_loop(Selectors)
 APPLIED = Freshness(min_position=0)  # what the server has applied, whatever the store holds
 
 
@@ -102,7 +119,7 @@ APPLIED = Freshness(min_position=0)  # what the server has applied, whatever the
 def tool_list(request: Request, group: Group | None = None, family: str | None = None,
               limit: int = Query(100, ge=1, le=10_000), cursor: str | None = None,
               visibility: Literal["public", "internal", "runtime_only", "all"] = "public", fresh: Fresh = FRESH,
-              _: Any = READ) -> Response:
+              _: Any = READ, __: Selectors = SELECTORS) -> Response:
     values = {"group": group, "family": family, "limit": limit, "cursor": cursor, "visibility": visibility,
               **fresh.values}
     return respond(request, run_command(request, "tool list", values))
@@ -145,7 +162,7 @@ def deprecation_headers(request: Request, tool_id: str) -> dict[str, str]:
     304: {"description": "unchanged since the ETag given (If-None-Match)",
           "headers": {"ETag": {**models.ETAG_HEADER["ETag"], "required": True}}}})
 async def effective(request: Request, subject: str, moment: Moment = MOMENT, fresh: Fresh = FRESH,
-                    with_classes: bool = False, _: Any = READ) -> Response:
+                    with_classes: bool = False, _: Any = READ, __: Selectors = SELECTORS) -> Response:
     now = all(value is None for value in moment.values.values())
     if now and not with_classes and REPLY_MEDIA_TYPE not in request.headers.get("accept", ""):
         # The hot read: the same bytes as below, without the command line's round trip (current_sets.py);
@@ -177,7 +194,7 @@ def _tags(header: str | None) -> set[str]:
 
 @router.get(path("explain"), responses=models.documented(models.Explanation, 400, 404, 410))
 def explain(request: Request, subject: str, tool: str, moment: Moment = MOMENT, fresh: Fresh = FRESH,
-            _: Any = READ) -> Response:
+            _: Any = READ, __: Selectors = SELECTORS) -> Response:
     values = {"subject": subject, "tool": tool, **moment.values, **fresh.values}
     return respond(request, run_command(request, "explain", values))
 

@@ -24,3 +24,10 @@ def route_node(request: Request, tool: str, node: str | None = None, lane: str |
                secret_ref: str | None = None, fresh: Fresh = FRESH, _: Any = READ) -> Response:
     values = {"tool": tool, "node": node, "lane": lane, "secret_ref": secret_ref, **fresh.values}
     return respond(request, run_command(request, "route node", values))
+
+
+@router.get(path("secret alias resolve"))
+def secret_alias_resolve(request: Request, subject: str, alias: str, tool: str, fresh: Fresh = FRESH,
+                         _: Any = READ) -> Response:
+    values = {"subject": subject, "alias": alias, "tool": tool, **fresh.values}
+    return respond(request, run_command(request, "secret alias resolve", values))

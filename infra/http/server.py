@@ -17,6 +17,7 @@ from infra.http.address import ServerAddress, forget_address, live_address, reco
 from infra.http.answers import AnswerRead
 from infra.http.app import create_app
 from infra.http.auth import TokenBook, is_loopback, tokens_configured
+from infra.http.integrity import IntegrityWatch
 from infra.http.mcp_drift import DriftWatch
 from infra.http.metrics import ServerMetrics
 from infra.http.snapshots import SnapshotPublisher
@@ -77,6 +78,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     address = ServerAddress(pid=os.getpid(), host=host, port=sock.getsockname()[1], token=secrets.token_urlsafe(32))
     publisher = SnapshotPublisher(state)
     state.mcp_drift = DriftWatch(state)
+    state.integrity = IntegrityWatch(state)  # (before the start: it waits for the catch-up)
     book = TokenBook(settings.home, address.token)
     app = create_app(state, book, publisher, answer_read)
     # http="httptools": parse HTTP in C (uvicorn's default picks it only when installed; it is a dependency,
@@ -91,6 +93,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     try:
         publisher.start()
         state.mcp_drift.start()
+        state.integrity.start()
         record_address(settings.home, address)
         say(f"serving {settings.home} at {address.url} (from the {source}); OpenAPI at {address.url}/openapi.json")
         server.run(sockets=[sock])
@@ -99,6 +102,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         book.write_used()  # the uses of the last minute
         publisher.stop()
         state.mcp_drift.stop()  # before the writer stops: a check may be waiting for it
+        state.integrity.stop()
         state.stop()
         sock.close()
         for sig, handler in previous.items():

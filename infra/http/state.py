@@ -30,6 +30,7 @@ from projections.rows import run, scalar
 from projections.user_sql import sandbox_config
 
 if TYPE_CHECKING:
+    from infra.http.integrity import IntegrityWatch
     from infra.http.mcp_drift import DriftWatch
 
 log = logging.getLogger("toolcat.serve")
@@ -95,6 +96,7 @@ class ServerState:
         self.on_caught_up: list[Callable[[], None]] = []
         self._caught_up = False
         self.mcp_drift: DriftWatch | None = None  # set by `serve`: the MCP drift check (mcp_drift.py)
+        self.integrity: IntegrityWatch | None = None  # set by `serve`: the chain check (integrity.py)
         # Rows written to the read model beside the events (the gateway's decision log): a snapshot holding
         # the position is stale all the same once these moved (infra/http/snapshots.py).
         self.side_writes: Callable[[], int] = lambda: 0

@@ -28,6 +28,7 @@ from infra.reading import current_document
 from infra.freshness import Freshness
 from infra.http.answers import run_command, server_of
 from infra.http.auth import Principal, TokenBook, require
+from infra.http.reads import SELECTORS, Selectors
 
 router = APIRouter(tags=["reads"])
 # How often a waiting stream looks again even if no batch was announced: at least once a second, so that
@@ -70,7 +71,7 @@ def _event(subject: str, position: int, changes: list[dict[str, Any]]) -> Server
                                             "id = position"},
                        409: {"description": "Last-Event-ID beyond the head"}})
 async def watch(request: Request, subject: str, last_event_id: str | None = Header(None),
-                principal: Principal = Depends(require("read"))) -> EventSourceResponse:
+                principal: Principal = Depends(require("read")), _: Selectors = SELECTORS) -> EventSourceResponse:
     state, sets = server_of(request), request.app.state.current_sets
     book: TokenBook = request.app.state.tokens
     if last_event_id is not None and not last_event_id.isdigit():

@@ -1,8 +1,9 @@
 """The web page `toolcat serve` shows at `/`: server-rendered HTML, no build step.
 
-`/` the catalog by family with lifecycle badges, every alias in its deprecation window with the audit
-report's timeline picture, and the subjects; `/subjects/{subject}` a subject's effective set with
-provenance and exposure; `/subjects/{subject}/tools/{tool}` why the subject sees (or not) the tool.
+`/` the catalog a page at a time (`?page=N`), by family in natural order (tool_2 before tool_10) with
+lifecycle badges, how many aliases are in a deprecation window, and the subjects. The search and a tool's
+page are console_tools.py's; the pages of a subject, the deprecations, the MCP servers and
+the gateway's denials are console_subjects.py's; every page's header shows the last chain check.
 
 The data comes from the read-side functions the CLI answers with (projections/queries.py, projections/effective/reads.py).
 The templates (templates/*.html) autoescape everything: every value from the history is data, never
@@ -11,6 +12,7 @@ drawn by infra/report_html.py, which escapes its text itself.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import groupby
@@ -23,14 +25,14 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from domain.errors import ToolcatError, UnknownSubject
+from domain.errors import ToolcatError
 from domain.grammar import visible
-from domain.subjects import parse_subject
 from infra.http.problems import status_of
-from infra.report_html import STYLE, timeline_svg
-from projections.audit_report import audit_report
-from projections import queries
-from projections.effective.reads import explanation, subjects_at
+from infra.report_html import STYLE
+from projections import console
+from projections.console import ConsoleIndex
+from projections.effective.reads import subjects_at
+from projections.rows import scalar
 from projections.tracking import read_tracking
 
 Reader = Callable[[], duckdb.DuckDBPyConnection]
@@ -43,12 +45,21 @@ padding:.05rem .4rem;border-radius:.6rem;margin:0 .15rem;background:#e6e9ef}
 .retired,.invalid,.drift,.error{background:#fde2e1}.in_sync{background:#dcf2e3}.shim{background:#ece3fb}
 .disabled_invalid_schema,.disabled_by_state_mode,.disabled_by_agent_allowlist{background:#fde2e1}
 span.alias-id{white-space:nowrap;margin-right:.4rem}
+.integrity{padding:.4rem .7rem;border-radius:.3rem;margin:0 0 .6rem;font-size:.9rem}
+.integrity.verified{background:#dcf2e3}.integrity.altered{background:#c62828;color:#fff}
+.integrity.altered code{color:#fff}.integrity.unverified,.integrity.pending,.integrity.off{background:#fff3cd}
+.added{background:#dcf2e3}.removed{background:#fde2e1}.changed{background:#fff3cd}
 """)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]+")
+
+
 def _segment(value: str) -> str:
-    """A value as one URL path segment (`agent:triage` → `agent%3Atriage`)."""
-    return quote(str(value), safe="")
+    """A value as one URL path segment (`agent:triage` → `agent%3Atriage`); a plain one as it is (quote's
+    character by character walk was a fifth of rendering a 200-tool page)."""
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) else quote(text, safe="")
 
 
 def _shown(value: Any) -> Any:
@@ -59,7 +70,7 @@ def _shown(value: Any) -> Any:
 
 _TEMPLATES = Environment(loader=PackageLoader("infra.http", "templates"), autoescape=True,
                          undefined=StrictUndefined, finalize=_shown)
-_TEMPLATES.filters["segment"] = _segment
+_TEMPLATES.filters["segment"] = segment = _segment
 
 
 @contextmanager
@@ -76,41 +87,19 @@ def _consistent(reader: Reader) -> Iterator[duckdb.DuckDBPyConnection]:
         con.close()
 
 
-def _all_tools(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    tools, cursor = [], None
-    while True:
-        page = queries.tool_list(con, limit=10_000, cursor=cursor)
-        tools += page["tools"]
-        if not (cursor := page["next_cursor"]):
-            return tools
+CATALOG_PAGE = 100  # tools a page of `/` shows: a catalog of 10,000 stays a page of ~60 KB
 
 
-def catalog_view(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    tools = sorted(_all_tools(con), key=lambda t: (t["family"] or "", t["canonical_id"]))
+def catalog_view(con: duckdb.DuckDBPyConnection, index: ConsoleIndex, page: str | None) -> dict[str, Any]:
+    """A page of the catalog (natural order of family, then ID), how many aliases are deprecated or retired
+    (their windows are the deprecations page's: the audit's rules take a second on a large catalog), and
+    the subjects."""
+    listed = console.catalog_page(con, index.of(con), console.page_number(page), CATALOG_PAGE)
     families = [{"name": name or "(no family)", "tools": list(members)}
-                for name, members in groupby(tools, key=lambda t: t["family"])]
-    windows = audit_report(con)["aliases"]
-    for entry in windows:
-        entry["timeline"] = Markup(timeline_svg(entry))  # escaped by report_html itself
-    return {"families": families, "tool_count": len(tools), "windows": windows,
+                for name, members in groupby(listed.pop("tools"), key=lambda t: t["family"])]
+    windows = scalar(con, "SELECT count(*) FROM aliases WHERE lifecycle <> 'alias'")
+    return {"families": families, "tool_count": listed["total"], "pages": listed, "windows": windows,
             "subjects": [f"{kind}:{name}" for kind, name in subjects_at(con)]}
-
-
-def _existing_subject(con: duckdb.DuckDBPyConnection, subject: str) -> tuple[str, str]:
-    kind, name = parse_subject(subject)
-    if not queries.subject_exists(con, kind, name):
-        raise UnknownSubject(f"no {kind} '{name}'", subject=subject)
-    return kind, name
-
-
-def subject_view(con: duckdb.DuckDBPyConnection, subject: str) -> dict[str, Any]:
-    kind, name = _existing_subject(con, subject)
-    return {"subject": f"{kind}:{name}", "tools": queries.current_effective(con, f"{kind}:{name}")}
-
-
-def explain_view(con: duckdb.DuckDBPyConnection, subject: str, tool_id: str) -> dict[str, Any]:
-    kind, name = _existing_subject(con, subject)
-    return explanation(con, (kind, name), queries.lookup(con, tool_id))
 
 
 def render(template: str, **context: Any) -> str:
@@ -118,39 +107,41 @@ def render(template: str, **context: Any) -> str:
     return _TEMPLATES.get_template(template).render(style=_STYLE, **context)
 
 
-def _page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]],
-          session: dict[str, str] | None = None) -> HTMLResponse:
-    """`session`: who the browser is signed in as, for the sign-out form (None: not signed in)."""
+def render_page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]],
+                session: dict[str, str] | None = None, integrity: dict[str, Any] | None = None) -> HTMLResponse:
+    """`session`: who the browser is signed in as, for the sign-out form (None: not signed in);
+    `integrity`: the server's last chain check for the header (infra/http/integrity.py; None: not known)."""
     try:
         with _consistent(reader) as con:
             context = view(con) | {"position": read_tracking(con).position}
     except ToolcatError as error:
         status = status_of(error)
-        html = render("error.html", status=status, code=error.code, message=error.message, session=session)
+        html = render("error.html", status=status, code=error.code, message=error.message, session=session,
+                      integrity=integrity)
         return HTMLResponse(html, status_code=status)
-    return HTMLResponse(render(template, session=session, **context))
+    return HTMLResponse(render(template, session=session, integrity=integrity, **context))
 
 
 def web_router(reader: Reader, *dependencies: Any,
                mcp_drift: Callable[[], dict[str, Any] | None] = lambda: None,
-               session: Callable[[Request], dict[str, str] | None] = lambda request: None) -> APIRouter:
+               session: Callable[[Request], dict[str, str] | None] = lambda request: None,
+               integrity: Callable[[], dict[str, Any] | None] = lambda: None,
+               index: ConsoleIndex | None = None) -> APIRouter:
     """The web page's routes; `reader()` answers a new DuckDB cursor on the server's read model, which
     each page closes when done. `dependencies` run before every page (the server's: the `read` scope).
     `mcp_drift()`: what the server's MCP drift check found (infra/http/mcp_drift.py; None: it is off).
-    `session(request)`: who the browser is signed in as (infra/http/signin.py; None: not signed in)."""
+    `session(request)`: who the browser is signed in as (infra/http/signin.py; None: not signed in).
+    `integrity()`: the server's last chain check (infra/http/integrity.py; None: not known).
+    `index`: the console's entries in natural order, kept between pages (projections/console.py).
+    A subject's pages are console_subjects.py's."""
     router = APIRouter(include_in_schema=False, dependencies=list(dependencies))
+    entries = index or ConsoleIndex()
 
     @router.get("/", response_class=HTMLResponse)
     def catalog_page(request: Request) -> HTMLResponse:
-        return _page(reader, "catalog.html", lambda con: catalog_view(con) | {"mcp_drift": mcp_drift()},
-                     session(request))
-
-    @router.get("/subjects/{subject}", response_class=HTMLResponse)
-    def subject_page(request: Request, subject: str) -> HTMLResponse:
-        return _page(reader, "subject.html", lambda con: subject_view(con, subject), session(request))
-
-    @router.get("/subjects/{subject}/tools/{tool}", response_class=HTMLResponse)
-    def explain_page(request: Request, subject: str, tool: str) -> HTMLResponse:
-        return _page(reader, "explain.html", lambda con: explain_view(con, subject, tool), session(request))
+        page = request.query_params.get("page")  # checked by the page itself: a bad one is a 400 page
+        return render_page(reader, "catalog.html",
+                           lambda con: catalog_view(con, entries, page) | {"mcp_drift": mcp_drift()},
+                           session(request), integrity())
 
     return router

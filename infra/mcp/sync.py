@@ -162,7 +162,8 @@ def planned(ctx: Context, name: str, tier: str, inventory: Inventory, mode: str,
     evidence = Evidence(server_name=inventory.server_name, server_version=inventory.server_version,
                         protocol_version=inventory.protocol_version, tools_hash=tools_hash,
                         tool_count=len(inventory.tools), listed_at=inventory.listed_at,
-                        tools=[{"tool_id": t, "upstream_name": found.upstream[t]} for t in sorted(state["listed"])],
+                        tools=[{"tool_id": t, "upstream_name": found.upstream[t], **found.described[t]}
+                               for t in sorted(state["listed"])],
                         gone=state["gone"])
     record = Planned(argv=["mcp", "record", name], risk="destructive_update" if state["gone"] else "safe_update",
                      inputs={"--evidence": evidence.model_dump()})

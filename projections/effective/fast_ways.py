@@ -7,7 +7,7 @@ documents and changed subjects.
 When a way is removed the tool may remain by another: for each (subject, tool) pair the noted events can
 touch, every way that grants it now is gathered with a few small statements and ranked as
 effective_set.sql ranks them (`rank, depth, provenance`: explicit grants, then connector bindings, the
-platform namespaces and the agent's image; the closest holder first). The winner is the row, the stored
+platform namespaces and the subject's own image; the closest holder first). The winner is the row, the stored
 one is replaced where they differ, and the pair loses its row when no way is left. Ranking from the state
 after the batch, not event by event, makes a batch of mixed kinds right in any order.
 
@@ -81,6 +81,9 @@ def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[st
     agents = {name: (unit, mode, allowlisted, set(image or [])) for name, unit, mode, allowlisted, image in run(
         con, query("way_agents"), {"names": agent_names})} if agent_names else {}
     pairs = [(kind, name, key) for kind, name, key in pairs if kind == "unit" or name in agents]
+    unit_names = sorted({name for kind, name, _ in pairs if kind == "unit"})
+    unit_images = {unit: set(keys) for unit, keys in run(con, query("way_unit_images"), {"names": unit_names})
+                   } if unit_names else {}
     chains = {(kind, name): _chain(kind, name, agents, parents) for kind, name, _ in pairs}
     units = sorted({unit for chain in chains.values() for unit, _ in chain})
     grants: dict[Subject, list[tuple[str, str | None]]] = {}
@@ -108,8 +111,8 @@ def _winners(con: duckdb.DuckDBPyConnection, pairs: list[Pair], parents: dict[st
                      if namespace == prefix.split(".")[0] and tool_id.startswith(prefix + ".")]
         if platform:
             ways.append((3, 0, "platform", None))
-        if kind == "agent" and key in agents[name][3]:
-            ways.append((4, 0, "image", None))
+        if kind == "agent" and key in agents[name][3] or kind == "unit" and key in unit_images.get(name, ()):
+            ways.append((4, 0, "image", None))  # a unit's image is its own: never inherited down the chain
         if ways:
             _, _, provenance, inherited = min(ways)
             winners[(kind, name, key)] = {"subject_kind": kind, "subject": name, "tool_key": key,

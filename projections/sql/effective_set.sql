@@ -59,6 +59,12 @@ candidates AS (
     JOIN (SELECT agent, image, valid_from, unnest(tool_keys) AS tool_key FROM image_history_at) i
       ON s.kind = 'agent' AND i.agent = s.name
     JOIN tool_history_at t ON t.tool_key = i.tool_key
+    UNION ALL  -- the image a unit runs: the unit's own tools, never inherited by its agents or sub-units
+    SELECT s.kind, s.name, i.tool_key, 4, 'image', NULL, 0, i.valid_from, 'image ' || i.image
+    FROM _subjects s
+    JOIN (SELECT unit, image, valid_from, unnest(tool_keys) AS tool_key FROM unit_image_history_at) i
+      ON s.kind = 'unit' AND i.unit = s.name
+    JOIN tool_history_at t ON t.tool_key = i.tool_key
 ),
 allow AS (  -- allowlist entries of the agents asked about, pattern shims expanded
     SELECT l.agent, coalesce(sh.target, l.pattern) AS pattern

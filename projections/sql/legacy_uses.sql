@@ -15,6 +15,8 @@ WITH legacy AS (
     UNION ALL
     SELECT 'image', 'agent:' || agent, tool_id, since FROM image_tools
     UNION ALL
+    SELECT 'image', 'unit:' || unit, tool_id, since FROM unit_image_tools
+    UNION ALL
     SELECT 'route rule', 'rule:' || rule_id, deny_tool, valid_from FROM route_rule_history
     WHERE valid_to IS NULL AND deny_tool IS NOT NULL
     UNION ALL

@@ -6,3 +6,5 @@ UNION
 SELECT subject_kind, subject FROM grant_history WHERE valid_to IS NULL AND tool_key = $key
 UNION
 SELECT 'agent', agent FROM image_history WHERE valid_to IS NULL AND list_contains(tool_keys, $key)
+UNION
+SELECT 'unit', unit FROM unit_image_history WHERE valid_to IS NULL AND list_contains(tool_keys, $key)

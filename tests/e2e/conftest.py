@@ -16,7 +16,8 @@ RETIRED = "acme.ticket.create"  # walked through its whole window and removal pa
 OPEN = ("acme.ticket.close", "tickets.list")
 
 # An auditor's story: three tools renamed while an allowlist, a grant and a connector still name their old
-# IDs; one old ID walked through its whole window and removal path and retired (its last step, 5, apart).
+# IDs; one old ID walked through its whole window and removal path and retired (its last step, 5, apart),
+# the allowlist naming it migrated to the canonical ID on the way (`alias migrate`, before step 2).
 AUDIT_STORY = [
     ["init", "--policy", "tyrum"],
     ["release", "publish", "1.0.0"],
@@ -38,6 +39,7 @@ AUDIT_STORY = [
     *(["alias", "milestone", RETIRED, name, "--release", "1.2.0", "--evidence", f"{name} in 1.2.0"]
       for name in _MILESTONES),
     ["alias", "step", RETIRED, "1", "--evidence", "only acme.ticket.open is documented"],
+    ["alias", "migrate", RETIRED],  # bot's allowlist names it: rewritten to acme.ticket.open before step 2
     ["alias", "step", RETIRED, "2", "--evidence", "stored tickets rewritten"],
     ["release", "publish", "1.3.0"],
     ["alias", "retire", RETIRED, "--release", "1.3.0"],

@@ -77,9 +77,9 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     target = tmp_path / "report.json"
     answer = ok(toolcat("audit", "report", "--format", "json", "-o", str(target)))
     expected = story["aliases"]
-    # the story's writes never caught a read model up, and nothing sealed it: the chain had no witness
-    # the one ID still named by the catalog's configuration is a finding (and its step 2 is not met)
-    assert answer == {"output": str(target), "aliases": len(expected), "findings": 2, "flagged": 1,
+    # the story's writes never caught a read model up, and nothing sealed it: the chain had no witness;
+    # triage's allowlist was migrated before step 2, so no configuration names a deprecated or retired ID
+    assert answer == {"output": str(target), "aliases": len(expected), "findings": 0, "flagged": 0,
                       "integrity": "unverified"}
     report = json.loads(target.read_text())
     assert report["integrity"]["verdict"] == "unverified" and report["integrity"]["absent"] == ["read_model", "seals"]
@@ -89,11 +89,7 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     assert {a["alias"]: a["state"] for a in report["aliases"]} == expected
     assert [a["alias"] for a in report["aliases"]] == sorted(expected)
     for entry in report["aliases"]:
-        if entry["uses"]:
-            assert entry["status"] == "findings", entry
-            assert [f.split(":")[0] for f in entry["findings"]] == ["step 2", "no configuration names it"], entry
-            continue
-        assert entry["findings"] == [], entry
+        assert entry["uses"] == [] and entry["findings"] == [], entry
         assert entry["status"] == ("complete" if entry["state"] == "retired" else "window open"), entry
         assert set(entry["window"]) >= {"opened_release", "earliest_removal_release", "closed"}
         assert entry["window"]["closed"] is (entry["state"] == "retired")
@@ -103,17 +99,15 @@ def test_the_json_report_lists_every_deprecated_and_retired_alias_with_its_whole
     assert retired["window"]["opened_release"] == "1.1.0"
     assert retired["window"]["earliest_removal_release"] == "1.3.0"
     assert retired["window"]["closed"] is True
-    # every rule met but those the allowlist of agent:triage breaks: it still names the retired ID
-    assert {r["rule"] for r in retired["rules"] if r["result"] != "met"} == {
-        "step 2: stored data migrated to the canonical ID", "no configuration names it"}
-    assert retired["uses"] == [{"kind": "allowlist", "holder": "agent:triage", "id": RETIRED,
-                                "lifecycle": "retired", "position": retired["uses"][0]["position"]}]
+    # every rule met: the allowlist of agent:triage was migrated to memory.search before step 2
+    assert [r["rule"] for r in retired["rules"] if r["result"] != "met"] == []
+    assert retired["status"] == "complete" and retired["uses"] == []
 
     assert [m["name"] for m in retired["milestones"]] == MILESTONES
     for milestone in retired["milestones"]:
         position, evidence = story["milestones"][milestone["name"]]
         assert milestone == {"name": milestone["name"], "release": "1.2.0", "position": position,
-                             "evidence": evidence}
+                             "evidence": evidence, "recorded_at": milestone["recorded_at"]}
 
     assert [s["step"] for s in retired["steps"]] == [1, 2, 3, 4, 5]
     for step in retired["steps"]:

@@ -75,13 +75,12 @@ def test_the_report_lists_every_rule_with_its_evidence(audit_home: Path, toolcat
     for entry in entries.values():
         assert [r["rule"] for r in entry["rules"]] == RULES, entry["alias"]
     retired = entries[RETIRED]
-    # the retired ID is still named by agent bot's allowlist: not complete while it lasts, and step 2
-    # ("stored data migrated") is not met on the operator's word alone
-    assert retired["status"] == "findings"
-    assert {r["rule"] for r in retired["rules"] if r["result"] != "met"} == {STEP_2, "no configuration names it"}
+    # agent bot's allowlist was migrated before step 2: the retired ID met every rule of its path
+    assert retired["status"] == "complete"
+    assert [r["rule"] for r in retired["rules"] if r["result"] != "met"] == []
     rules = {r["rule"]: r for r in retired["rules"]}
-    assert "allowlist agent:bot" in rules["no configuration names it"]["evidence"]
-    assert rules[STEP_2]["evidence"].startswith("1 configuration entry of the catalog still names it")
+    assert rules["no configuration names it"]["evidence"].startswith("no allowlist, grant")
+    assert rules[STEP_2]["evidence"] == "recorded by auditor: stored tickets rewritten"
     positions = {r["rule"]: r["position"] for r in retired["rules"]}
     assert positions["window opened"] == retired["window"]["opened_position"]
     for milestone in retired["milestones"]:
@@ -101,13 +100,14 @@ def test_the_report_lists_every_rule_with_its_evidence(audit_home: Path, toolcat
 def test_the_report_flags_configuration_that_still_names_old_ids(audit_home: Path, toolcat: Any) -> None:
     uses = {a["alias"]: a["uses"] for a in report_of(toolcat)["aliases"]}
     flagged = {alias: [(u["kind"], u["holder"], u["lifecycle"]) for u in found] for alias, found in uses.items()}
-    assert flagged == {RETIRED: [("allowlist", "agent:bot", "retired")],
+    # (the retired ID's allowlist entry was migrated: only the deprecated IDs are still named)
+    assert flagged == {RETIRED: [],
                        "acme.ticket.close": [("grant", "unit:eng", "deprecated")],
                        "tickets.list": [("connector", "connector:tickets", "deprecated")]}
     target = audit_home / "report.json"
     # (the first report caught the read model up: its recorded hashes now vouch for the chain)
     assert ok(toolcat("audit", "report", "--format", "json", "-o", str(target))) == {
-        "output": str(target), "aliases": 3, "findings": 4, "flagged": 3, "integrity": "verified"}
+        "output": str(target), "aliases": 3, "findings": 2, "flagged": 2, "integrity": "verified"}
     assert json.loads(target.read_text())["aliases"][0]["uses"] == uses["acme.ticket.close"]
 
 
@@ -116,8 +116,7 @@ def test_a_retirement_without_its_cleanup_step_is_a_finding(retired_without_clea
     (entry,) = report["aliases"]
     assert entry["status"] == "findings"
     assert f"step 5: {REMOVAL_STEPS[5]}: not recorded yet" in entry["findings"]
-    assert [r["rule"] for r in entry["rules"] if r["result"] != "met"] == [
-        STEP_2, f"step 5: {REMOVAL_STEPS[5]}", "no configuration names it"]
+    assert [r["rule"] for r in entry["rules"] if r["result"] != "met"] == [f"step 5: {REMOVAL_STEPS[5]}"]
     page = toolcat("audit", "report", "--alias", RETIRED, "-o", "-", json_output=False).stdout
     assert "every rule" not in page and "not recorded yet" in page
 

@@ -236,6 +236,40 @@ def test_deprecation_story_of_mcp_memory_seed(toolcat: Any) -> None:
     assert isinstance(verified["head"], str) and verified["head"]
 
 
+def test_alias_migrate_rewrites_what_names_the_old_id_before_step_2(toolcat: Any) -> None:
+    # given acme.ticket.create named by an agent's allowlist and a route rule, then renamed
+    write(toolcat, "init", "--policy", "tyrum")
+    write(toolcat, "release", "publish", "1.0.0")
+    write(toolcat, "tool", "register", "acme.ticket.create", "--source", "plugin", "--plugin", "acme",
+          "--group", "extension", "--tier", "advanced", "--visibility", "public", "--risk", "safe_create")
+    write(toolcat, "unit", "create", "eng")
+    write(toolcat, "agent", "create", "bot", "--unit", "eng")
+    write(toolcat, "agent", "allowlist", "bot", "acme.ticket.create")
+    write(toolcat, "route", "rule", "add", "no-tickets", "--deny-tool", "acme.ticket.create")
+    write(toolcat, "tool", "rename", "acme.ticket.create", "acme.ticket.open")
+    write(toolcat, "alias", "step", "acme.ticket.create", "1", "--evidence", "docs name acme.ticket.open")
+
+    # when step 2 is recorded: exit 3, each holder listed, the command that fixes it named, nothing written
+    before = event_count(toolcat)
+    error = rejected(toolcat("alias", "step", "acme.ticket.create", "2", "--evidence", "migrated"), 3,
+                     "legacy_references")
+    assert error["details"]["references"] == [
+        {"kind": "allowlist", "holder": "agent:bot"},
+        {"kind": "route_rule", "holder": "route_rule:no-tickets", "side": "deny"}]
+    assert "toolcat alias migrate acme.ticket.create" in error["message"]
+    assert event_count(toolcat) == before
+
+    # then `alias migrate` rewrites both holders, one event each, and step 2 is accepted
+    migrated = write(toolcat, "alias", "migrate", "acme.ticket.create")
+    assert [e["type"] for e in migrated["events"]] == ["Agent.AllowlistSet", "RouteRules.RuleRewritten"]
+    assert sql(toolcat, "SELECT patterns FROM allowlist_history WHERE valid_to IS NULL") == [
+        {"patterns": ["acme.ticket.open"]}]
+    assert sql(toolcat, "SELECT deny_tool FROM route_rule_history WHERE valid_to IS NULL") == [
+        {"deny_tool": "acme.ticket.open"}]
+    assert ok(toolcat("alias", "migrate", "acme.ticket.create"))["events"] == []
+    write(toolcat, "alias", "step", "acme.ticket.create", "2", "--evidence", "migrated")
+
+
 def test_rename_makes_the_old_id_a_deprecated_alias(toolcat: Any) -> None:
     write(toolcat, "init")
     write(toolcat, "tool", "register", "files.grep-all", "--source", "builtin", *REGISTER)

@@ -134,8 +134,9 @@ def check_tyrum(document: dict[str, Any], home: Path | None) -> None:
     # grants on unit:support were given through the mcp.memory.* aliases and land on memory.*
     assert now["memory.write"] == ("explicit", "support", "disabled_by_state_mode"), now
     assert now["memory.search"][:2] == ("explicit", "support"), now
-    # mcp.memory.search is retired: the allowlist entry naming it no longer admits memory.search
-    assert now["memory.search"][2] == "disabled_by_agent_allowlist", now
+    # mcp.memory.search is retired, but `alias migrate` rewrote the allowlist entry naming it before
+    # removal step 2: memory.search is still admitted
+    assert now["memory.search"][2] == "enabled", now
     for tool in expected["desktop"]:  # the agent's own pattern grant tool.desktop.*
         state = "disabled_by_state_mode" if tool in expected["requires_state"] else "disabled_by_agent_allowlist"
         assert now[tool] == ("explicit", None, state), (tool, now.get(tool))
@@ -303,12 +304,55 @@ def check_spring_voyage(document: dict[str, Any], home: Path | None) -> None:
     assert [r["valid_from"] for r in bound] == [winner["position"]], bound
 
 
+def check_gateway(document: dict[str, Any], home: Path | None) -> None:
+    """The gateway act: what agent:scheduler saw through /mcp with the SDK's client, as
+    examples/gateway.toolcat implies (its grants), and the decision log of its two calls."""
+    act = document["gateway"]
+    commands = example_commands("gateway")
+    granted = [c[3] for c in commands if c[:3] == ["grant", "add", "agent:scheduler"]]
+    assert act["catalog"]["commands"] == len(commands), act["catalog"]
+    head = act["catalog"]["head"]
+    assert act["url"].startswith("http://127.0.0.1:") and act["url"].endswith("/mcp"), act["url"]
+    assert act["protocol_version"], act
+    # tools/list: exactly the agent's grants under their canonical IDs, described as the server said
+    assert [t["name"] for t in act["tools"]] == granted == ["mcp.time.get_current_time"], act["tools"]
+    [tool] = act["tools"]
+    assert tool["description"] == "Get current time in a specific timezone", tool
+    assert "timezone" in tool["inputSchema"]["properties"], tool
+    assert tool["annotations"]["readOnlyHint"] is True, tool
+    # with the output schema and hints the server listed, which the catalog kept at the sync
+    assert {"timezone", "datetime"} <= set(tool["outputSchema"]["properties"]), tool
+    assert tool["annotations"]["idempotentHint"] is True, tool
+    # the call was forwarded upstream: the time server's answer, with what ran in _meta.toolcat
+    answer = act["call"]["answer"]
+    assert answer.get("isError") is not True, answer
+    said = json.loads(answer["content"][0]["text"])
+    assert said["timezone"] == "UTC" and re.fullmatch(r"\d{4}-\d\d-\d\dT.*\+00:00", said["datetime"]), said
+    assert answer["_meta"]["toolcat"] == {"canonical_id": "mcp.time.get_current_time",
+                                          "asked": "mcp.time.get_current_time", "position": head}, answer
+    # a tool the agent was not granted is refused, with the gateway's refusal code and reason
+    refused = act["refused"]
+    assert (refused["name"], refused["code"], refused["reason"]) == ("mcp.time.convert_time", -32003, "not_in_set")
+    assert "is not a tool of your set" in refused["message"], refused
+    # the decision log holds both, for the token's subject, at the set's position
+    assert [(d["subject"], d["token"], d["asked"], d["allowed"], d["reason"], d["set_position"])
+            for d in act["decisions"]] == [
+        ("agent:scheduler", "scheduler-bot", "mcp.time.get_current_time", True, "in_set", head),
+        ("agent:scheduler", "scheduler-bot", "mcp.time.convert_time", False, "not_in_set", head)], act["decisions"]
+    if home is not None:  # the act's home stays for exploring: the server stopped, its decisions kept
+        kept = sql(home / "gateway", "SELECT asked, allowed FROM gateway_decisions ORDER BY decided_at")
+        assert [(r["asked"], r["allowed"]) for r in kept] == [("mcp.time.get_current_time", True),
+                                                             ("mcp.time.convert_time", False)], kept
+        assert not (home / "gateway" / "serve.json").exists(), "the act's server was stopped"
+
+
 def check_document(document: dict[str, Any], home: Path | None = None) -> None:
     if home is not None:
         assert Path(document["home"]) == home
     check_catalogs(document)
     check_tyrum(document, home)
     check_spring_voyage(document, home)
+    check_gateway(document, home)
 
 
 # --------------------------------------------------------------------------------------------- tests
@@ -326,8 +370,13 @@ def demo_run(demo_home: Path) -> Run:
 
 def test_demo_json_without_a_broker_exits_0_with_one_document(demo_run: Run) -> None:
     document = ok(demo_run)
-    assert set(document) == {"home", "catalogs", "tyrum", "spring_voyage"}, document.keys()
+    assert set(document) == {"home", "catalogs", "tyrum", "spring_voyage", "gateway"}, document.keys()
     assert "kafka" not in document
+
+
+def test_demo_gateway_act(demo_run: Run, demo_home: Path) -> None:
+    document = ok(demo_run)
+    check_gateway(document, demo_home)
 
 
 def test_demo_builds_both_example_catalogs(demo_run: Run, demo_home: Path) -> None:
@@ -388,6 +437,7 @@ def test_demo_human_output_prints_every_section_and_readable_tables(installed_to
         "spring-voyage: agent:librarian — platform, connector (inherited), image and explicit tiers",
         "spring-voyage: why does librarian see arxiv.search?",
         "spring-voyage: agent:helpdesk, stateless and allowlisted",
+        "gateway: an agent calls mcp-server-time through toolcat's MCP gateway",
     ], headings
     assert re.fullmatch(r"tyrum: as of position \d+, just before websearch was revoked", headings[3]), headings[3]
     for name in ("tyrum", "spring-voyage"):
@@ -400,6 +450,17 @@ def test_demo_human_output_prints_every_section_and_readable_tables(installed_to
                  "sv.directory.list", "connector:arxiv", "chat.post_message", "acme.translate", "research"):
         assert text in out, text
     assert "(no broker:" in out
+    # what the agent saw through the gateway: its tools/list, the call's answer, the refusal, the decisions
+    act = out[out.index("== gateway: "):]
+    assert re.search(r"^token scheduler-bot bound to agent:scheduler \(scope call\); toolcat serve answers MCP "
+                     r"at http://127\.0\.0\.1:\d+/mcp$", act, re.M), act[:600]
+    listed = re.search(r"^  mcp\.time\.get_current_time.*: Get current time in a specific timezone "
+                       r"\[.*readOnlyHint.*\] → \{(.*)\}$", act, re.M)  # its hints, and the fields of its output schema
+    assert listed and {"timezone", "datetime"} <= set(listed.group(1).split(", ")), act[:1500]
+    assert re.search(r'^tools/call mcp\.time\.get_current_time \{"timezone": "UTC"\} → \{.*"timezone": "UTC"',
+                     act, re.M), act[:1500]
+    assert re.search(r"^tools/call mcp\.time\.convert_time → refused \(-32003, not_in_set\)", act, re.M), act
+    assert re.search(r"scheduler-bot .* mcp\.time\.convert_time .* False .* not_in_set", act), act
     # the closing hint names a command that works as printed (the venv's toolcat when not on the PATH)
     hint = re.search(r"^Done\. Explore: (\S*toolcat .+)$", out, re.M)
     assert hint, out[-500:]
@@ -443,7 +504,9 @@ def _stable(document: dict[str, Any]) -> dict[str, Any]:
                             "steps": [{k: v for k, v in s.items() if k != "recorded_at"}
                                       for s in tyrum["audit_alias"]["steps"]]}
     tyrum["verify"] = {k: v for k, v in tyrum["verify"].items() if k != "head"}
-    return {**document, "tyrum": tyrum}
+    # the gateway act: the server's port and the time the time server told
+    gateway = {k: v for k, v in document["gateway"].items() if k not in ("url", "call")}
+    return {**document, "tyrum": tyrum, "gateway": gateway}
 
 
 def test_demo_twice_in_the_same_home_starts_afresh(tmp_path: Path) -> None:

@@ -64,8 +64,9 @@ def test_every_table_and_view_comes_back_from_its_parquet_file(story: Path, tmp_
     assert document["position"] == head and document["source"] == "read model"
     assert (document["directory"], document["format"]) == (str(target), "parquet")
     assert len(tables) > 20 and {"events", "tools", "grant_history", "effective_tools"} <= set(tables)
-    assert set(views) == {"units", "agents", "connectors", "bindings", "grants", "image_tools", "tool_classes",
-                          "route_rules", "nodes", "secret_refs", "effective_history", "mcp_servers", "mcp_tools"}
+    assert set(views) == {"units", "agents", "connectors", "bindings", "grants", "image_tools", "unit_image_tools",
+                          "tool_classes", "route_rules", "nodes", "secret_refs", "effective_history", "mcp_servers",
+                          "mcp_tools", "secret_aliases"}
     assert document["tables"] == {t: counts[t] for t in tables}
     assert document["views"] == {v: counts[v] for v in views}
     assert sorted(p.name for p in target.iterdir()) == sorted(

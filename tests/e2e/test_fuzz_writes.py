@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from domain import grammar
 from domain.errors import ToolcatError
+from domain.secret_aliases import check_alias, check_display_name
 from domain.secret_refs import check_ref
 from infra.cli import main
 from tests.support import toolcat_environ
@@ -51,6 +52,9 @@ STORY = [
     ["agent", "create", "triage", "--unit", "eng"],
     ["connector", "register", "gh", "--tool", "gh.issue"],
     ["node", "pair", "desk"],
+    ["tool", "register", "tool.secret.copy-to-node-clipboard", "--source", "builtin", "--group", "node", "--tier",
+     "advanced", "--visibility", "public"],
+    ["secret", "ref", "add", "github-token", "--allow-tool", "tool.secret.copy-to-node-clipboard"],
 ]
 
 # -- hostile values ---------------------------------------------------------------------------------------
@@ -173,6 +177,10 @@ WRITES = {
                          {"lane": lambda v: grammar.check_name(v, "lane")}),
     "secret ref add": Write(["secret", "ref", "add", "{ref}", "--allow-tool", "{tool}"],
                             {"ref": slot("github-token", "ops.deploy-key"), "tool": TOOL}, {"ref": check_ref}),
+    "secret alias add": Write(["secret", "alias", "add", "{subject}", "{alias}", "{ref}", "--display-name", "{label}"],
+                              {"subject": slot("agent:triage"), "alias": slot("github", "gh_2"),
+                               "ref": slot("github-token"), "label": slot("GitHub token", "«naïve» ✓")},
+                              {"alias": check_alias, "label": check_display_name}),
 }
 # Valid keys are fresh UUIDs (a key used again for another command is a conflict, exit 4).
 COMMON = {"actor": slot("alice", "José"), "reason": TEXT, "key": st.uuids().map(str)}

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from infra.http.auth import create_token
+from tests.browser import parse_dom
 from tests.doc_text import code_blocks, section
 from tests.serving import Served, posted, serving, tokens
 from tests.support import PROJECT_ROOT, run_in_process, toolcat_environ, toolcat_in_process
@@ -94,7 +95,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                 ["route", "rule", "add", "no-denied", "--deny-tool", "mcp.flaky.denied"]]
     if EVERYTHING.exists():
         commands += [["mcp", "server", "add", "everything", "--command", str(EVERYTHING)],
-                     ["mcp", "sync", "everything", "--apply"], ["grant", "add", "agent:triage", "mcp.everything.echo"]]
+                     ["mcp", "sync", "everything", "--apply"], ["grant", "add", "agent:triage", "mcp.everything.echo"],
+                     ["grant", "add", "agent:triage", "mcp.everything.get-structured-content"]]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GW_TEST_SECRET", SECRET)
         run_in_process(home, commands)
@@ -202,6 +204,14 @@ def test_an_agent_lists_calls_loses_its_grant_is_told_and_refused_and_all_is_on_
     explained = gateway.admin.get("/v1/subjects/agent:triage/explain/mcp.time.get_current_time").json()
     assert explained["visible"] is False
     assert explained["left_at"]["position"] == position and explained["left_at"]["type"] == "Grants.Revoked"
+    # And the console's denials page shows the refusal: who asked, for what, and why
+    denials = parse_dom(gateway.admin.get("/gateway/denials").text).all("tr", class_="denial")
+    shown = [row.text() for row in denials if "mcp.time.get_current_time" in row.text()]
+    assert len(shown) == 1 and "agent:triage" in shown[0] and "not_in_set" in shown[0] and "triage-bot" in shown[0]
+    # and its MCP servers page lists each server with its last sync
+    servers = {row.attrs["data-server"]: row.text()
+               for row in parse_dom(gateway.admin.get("/mcp").text).all("tr", class_="mcp-server")}
+    assert {"time", "flaky", "gone"} <= set(servers) and "never synced" not in servers["time"]
 
 
 def _eventually(gateway: Gateway, count: int, query: str) -> list[dict[str, Any]]:
@@ -396,3 +406,152 @@ def test_the_stdio_gateway_without_a_server_says_so(tmp_path: Path) -> None:
     empty = call_toolcat("gateway", "--stdio", "--token-file", str(token_file),
                          env=toolcat_env("desktop", {"TOOLCAT_HOME": str(tmp_path / "home")}))
     assert empty.code == 2 and "is empty" in empty.error["message"]
+
+
+def test_a_2026_client_without_sessions_hears_list_changed_on_its_listen_stream(gateway: Gateway) -> None:
+    """The 2026-07-28 protocol has no session to notify: the SDK client opens `subscriptions/listen` and the
+    gateway sends its subject's changes there; a revoked token ends the stream."""
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.client.subscriptions import SubscriptionLost, listen
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from infra.http.auth import revoke_token
+    home = gateway.served.home
+    ok_token = create_token(home, "modern-bot", ["call"], subject="agent:other")
+
+    async def story() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {ok_token}"}, timeout=30) as client, \
+                streamable_http_client(gateway.url, http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
+            # Given a client that discovers the newest protocol and lists its tools
+            await session.discover()
+            assert session.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
+            assert [t.name for t in (await session.list_tools()).tools] == ["mcp.time.convert_time"]
+            async with listen(session, tools_list_changed=True) as stream:
+                # When its subject gains a tool
+                gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+                # Then its stream says so, and the tool is listed
+                with anyio.fail_after(10):
+                    event = await stream.__anext__()
+                assert type(event).__name__ == "ToolsListChanged"
+                assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
+                # When its token is revoked, the stream ends, and so do its calls
+                revoke_token(home, "modern-bot")
+                with anyio.fail_after(10), pytest.raises((SubscriptionLost, MCPError, StopAsyncIteration)):
+                    await stream.__anext__()
+            with pytest.raises(MCPError):
+                await session.list_tools()
+    try:
+        anyio.run(story)
+    finally:  # the module's other stories know agent:other with its one tool
+        granted = gateway.sql("SELECT count(*) AS n FROM grants WHERE subject_kind = 'agent' AND subject = 'other' "
+                              "AND target = 'mcp.flaky.echo'")
+        if granted[0]["n"]:
+            gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+
+
+async def _upstream_tools(command: str, *args: str) -> dict[str, Any]:
+    """What a server lists itself, asked straight with the SDK's client over stdio (upstream name → tool)."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    params = StdioServerParameters(command=command, args=list(args))
+    with open(Path("/dev/null"), "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return {t.name: t for t in (await session.list_tools()).tools}
+
+
+def test_tools_list_carries_each_tools_title_output_schema_and_annotations(gateway: Gateway) -> None:
+    """What the agent's SDK client lists is what the catalog holds of each tool: the title, output schema
+    and hints its server listed at the sync, the catalog's risk tag for read-only and destructive; and the
+    client validates the forwarded answers against those output schemas."""
+    async def listing(session: Any) -> dict[str, Any]:
+        from mcp_types import PaginatedRequestParams
+        listed, cursor = {}, None
+        while True:
+            page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            listed.update({t.name: t for t in page.tools})
+            if (cursor := page.next_cursor) is None:
+                return listed
+
+    def hints(tool: Any) -> dict[str, Any]:
+        return tool.annotations.model_dump(exclude_none=True) if tool.annotations else {}
+
+    async def story() -> None:
+        # Given mcp-server-time's own listing (an output schema and hints, no title)
+        upstream = (await _upstream_tools(str(TIME), "--local-timezone=UTC"))["convert_time"]
+        assert upstream.output_schema and upstream.title is None and hints(upstream)
+        async with agent(gateway.url, gateway.tokens["other-bot"]) as other:
+            # When an agent lists it through the gateway: the same output schema and hints
+            tool = (await listing(other.session))["mcp.time.convert_time"]
+            assert tool.output_schema == upstream.output_schema
+            assert tool.title is None and hints(tool) == hints(upstream)
+            # And when it calls it, the SDK client validates the structured answer against that schema
+            answer = await other.session.call_tool("mcp.time.convert_time", {
+                "source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
+            assert answer.structured_content["target"]["timezone"] == "Asia/Tokyo", answer
+        async with agent(gateway.url, gateway.tokens["triage-bot"]) as triage:
+            listed = await listing(triage.session)
+            # A tool no MCP server backs has what the catalog holds of it: a description, no title nor output
+            plugin = listed["acme.lookup"]
+            assert (plugin.description, plugin.title, plugin.output_schema) == ("a plugin's tool", None, None)
+            # The faulty server lists no hints: the catalog's risk tag (safe_update, MCP's default) says them
+            assert hints(listed["mcp.flaky.echo"]) == {"read_only_hint": False, "destructive_hint": False}
+            if not EVERYTHING.exists():
+                return
+            # npm's reference server: titles, and a tool with an output schema, as it lists them
+            everything = await _upstream_tools(str(EVERYTHING))
+            for name in ("echo", "get-structured-content"):
+                mine, theirs = listed[f"mcp.everything.{name}"], everything[name]
+                assert mine.title == theirs.title and mine.title, name
+                assert mine.output_schema == theirs.output_schema, name
+                assert hints(mine) == hints(theirs), name
+            assert listed["mcp.everything.get-structured-content"].output_schema
+            weather = await triage.session.call_tool("mcp.everything.get-structured-content",
+                                                     {"location": "Chicago"})
+            assert weather.structured_content["conditions"], weather
+    anyio.run(story)
+
+
+def test_a_2026_client_through_the_stdio_gateway_lists_calls_and_hears_list_changed(gateway: Gateway,
+                                                                                    tmp_path: Path) -> None:
+    """`toolcat gateway --stdio` relays a 2026-07-28 client too: its requests reach /mcp with the headers
+    that version routes by, and its listen stream hears its subject's change."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.subscriptions import listen
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+    from tests.support import TOOLCAT, toolcat_env
+    token_file = tmp_path / "token"
+    token_file.write_text(create_token(gateway.served.home, "desk-2026", ["call"], subject="agent:other") + "\n")
+    params = StdioServerParameters(command=TOOLCAT, args=["gateway", "--stdio", "--token-file", str(token_file)],
+                                   env=toolcat_env("desktop", {"TOOLCAT_HOME": str(gateway.served.home)}))
+
+    async def story() -> None:
+        with (tmp_path / "stderr").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write, read_timeout_seconds=30) as session:
+                # Given a desktop client that discovers the newest protocol through the relay
+                await session.discover()
+                assert session.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
+                assert [t.name for t in (await session.list_tools()).tools] == ["mcp.time.convert_time"]
+                answer = await session.call_tool("mcp.time.convert_time", {
+                    "source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"})
+                assert answer.structured_content["target"]["timezone"] == "Europe/Paris", answer
+                async with listen(session, tools_list_changed=True) as stream:
+                    # When its subject gains a tool, then its stream says so
+                    gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+                    with anyio.fail_after(10):
+                        event = await stream.__anext__()
+                    assert type(event).__name__ == "ToolsListChanged"
+                assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
+    try:
+        anyio.run(story)
+    finally:  # the module's other stories know agent:other with its one tool
+        granted = gateway.sql("SELECT count(*) AS n FROM grants WHERE subject_kind = 'agent' AND subject = 'other' "
+                              "AND target = 'mcp.flaky.echo'")
+        if granted[0]["n"]:
+            gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})

@@ -218,6 +218,33 @@ def test_write_errors_are_problems_with_the_stable_codes(admin: httpx.Client) ->
     problem(admin.get("/v1/no/such/thing"), 404, "not_found")
 
 
+def test_arch_21s_exposure_selectors_are_refused_with_the_command_lines_code_never_ignored(
+        admin: httpx.Client) -> None:
+    """Seed rule 24: ARCH-21 reserves execution_profile and conversation_kind; the catalog has neither, so an
+    inventory read given one answers 422 unsupported_selector, as the command line exits 3 with it."""
+    inventory = ["/v1/subjects/agent:triage/effective", "/v1/subjects/agent:triage/explain/read", "/v1/tools",
+                 "/v1/tools/read/who-can", "/v1/subjects/agent:triage/watch"]
+    for path in inventory:
+        for selector in ("execution_profile", "conversation_kind", "conversation_id", "turn_id"):
+            body = problem(admin.get(path, params={selector: "coding"}), 422, "unsupported_selector")
+            assert body["details"]["selector"] == selector, path
+    assert admin.get(inventory[0]).status_code == 200
+
+
+def test_a_unit_runs_an_image_over_http_and_an_agents_body_is_taken_as_before(admin: httpx.Client) -> None:
+    """Seed rule 23: `subject` names the unit or agent running the image; a body naming `agent` (the field's
+    name before units ran images) is still an agent's declaration."""
+    image = {"image": "shelf/librarian:1.1", "tools": ["shelf.cite"]}
+    declared = write(admin, "/v1/image/declare", {"subject": "unit:eng", **image})
+    assert declared["events"][-1]["type"] == "Unit.ImageDeclared"
+    rows = admin.get("/v1/subjects/unit:eng/effective", params={"min_position": declared["position"]}).json()["tools"]
+    assert {"tool_id": "shelf.cite", "provenance": "image"}.items() <= next(
+        row for row in rows if row["tool_id"] == "shelf.cite").items()
+    assert write(admin, "/v1/image/declare", {"agent": "triage", **image})["events"][-1]["type"] == \
+        "Agent.ImageDeclared"
+    problem(admin.post("/v1/image/declare", json={"subject": "unit:nowhere", **image}), 404, "unknown_subject")
+
+
 def test_a_secret_reference_over_http_takes_no_value_and_never_repeats_one(admin: httpx.Client) -> None:
     value = "ghp_Pl4nt3dOverHttp77"
     refused = admin.post("/v1/secret/ref/add", json={"ref": "deploy-key", "value": value,
@@ -651,3 +678,34 @@ def test_head_is_answered_wherever_get_is(admin: httpx.Client, served: Served, k
     assert watch.status_code == 200 and watch.headers["content-type"].startswith("text/event-stream")
     with served.client() as anonymous:
         assert anonymous.head("/v1/tools").status_code == 401
+
+
+def test_removal_step_2_over_http_is_refused_while_an_allowlist_names_the_old_id_until_migrated(
+        admin: httpx.Client) -> None:
+    # given an agent whose allowlist names the deprecated mcp.memory.write
+    write(admin, "/v1/agent/create", {"agent": "migrating", "unit": "eng"})
+    write(admin, "/v1/agent/allowlist", {"agent": "migrating", "patterns": [DEPRECATED, "read"]})
+    # when step 2 ("stored data migrated") is recorded, then it is the command line's refusal, listing the holder
+    body = problem(admin.post("/v1/alias/step", json={"alias": DEPRECATED, "step": 2, "evidence": "migrated"}),
+                   422, "legacy_references")
+    assert body["details"]["references"] == [{"kind": "allowlist", "holder": "agent:migrating"}]
+    assert f"toolcat alias migrate {DEPRECATED}" in body["detail"]
+    # and `alias migrate` over HTTP rewrites the allowlist, once
+    migrated = write(admin, "/v1/alias/migrate", {"alias": DEPRECATED})
+    assert [e["type"] for e in migrated["events"]] == ["Agent.AllowlistSet"]
+    assert write(admin, "/v1/alias/migrate", {"alias": DEPRECATED})["events"] == []
+
+
+def test_a_secret_alias_over_http_is_the_command_lines_with_its_refusals(admin: httpx.Client) -> None:
+    # given the story's github-token (for the clipboard tool) and an alias of it in triage's scope
+    added = write(admin, "/v1/secret/alias/add", {"subject": "agent:triage", "alias": "gh", "ref": "github-token",
+                                                  "display_name": "GitHub token"})
+    assert [e["type"] for e in added["events"]] == ["SecretAliases.Opened", "SecretAliases.AliasAdded"]
+    problem(admin.post("/v1/secret/alias/add", json={"subject": "agent:triage", "alias": "gh",
+                                                     "ref": "github-token"}), 422, "duplicate_secret_alias")
+    # when it is resolved for another agent, or for a tool the reference does not allow: the same codes
+    fresh = {"min_position": added["position"]}
+    path = "/v1/subjects/{}/secret-aliases/gh"
+    problem(admin.get(path.format("agent:nobody"), params={"tool": "tool.secret.copy-to-node-clipboard", **fresh}),
+            422, "unknown_secret_alias")
+    problem(admin.get(path.format("agent:triage"), params={"tool": "read", **fresh}), 422, "secret_ref_not_allowed")

@@ -21,6 +21,9 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from infra.http.console_subjects import console_subjects_router
+from infra.http.console_subjects import console_subjects_router
+from infra.http.console_tools import console_tools_router
 from infra.http.web import web_router
 from infra.report_html import timeline_svg
 from infra.timeline_svg import marks
@@ -61,7 +64,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     run_in_process(home, [*SCRIPT, *EXTRA])
     with closing(duckdb.connect(str(home / "catalog.duckdb"), read_only=True)) as con:
         app = FastAPI()
-        app.include_router(web_router(con.cursor))
+        for router in (web_router(con.cursor), console_subjects_router(con.cursor), console_tools_router(con.cursor)):
+            app.include_router(router)
+        app.include_router(console_subjects_router(con.cursor))
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
@@ -117,15 +122,16 @@ def test_the_catalog_lists_every_tool_by_family_with_lifecycle_badges(
 
 def test_every_alias_in_a_deprecation_window_has_the_audit_reports_timeline(
         browser: str, site: Site, tmp_path: Path) -> None:
-    dom = rendered(site, "/", tmp_path)
-    windows = {w.attrs["data-alias"]: w for w in dom.all("section", class_="window")}
+    # (the windows are the deprecations page's; `/` counts them and links there)
+    dom = rendered(site, "/deprecations", tmp_path)
+    windows = {w.attrs["data-alias"]: w for w in dom.all("section", class_="deprecation")}
     expected = [r["alias"] for r in select_rows(site.con, "SELECT alias FROM aliases WHERE lifecycle <> 'alias' "
                                                           "ORDER BY alias")]
-    assert list(windows) == expected and len(expected) >= 4
-    _, html = site.get("/")
+    assert sorted(windows) == expected and len(expected) >= 4
+    _, html = site.get("/deprecations")
     for alias, window in windows.items():
         report = audit_report(site.con, alias)["aliases"][0]
-        assert window.one("span", class_="badge").text() == report["state"]
+        assert window.one("h2").all("span", class_="badge")[0].text() == report["state"]
         positions = [mark.position for mark in marks(report)]
         circles = [int(c.attrs["data-position"]) for c in window.all("circle")]
         assert sorted(circles) == sorted(positions)
@@ -150,7 +156,8 @@ def test_a_subjects_page_shows_its_effective_set_with_provenance_and_exposure(
     assert {t["exposure"] for t in expected} >= {"enabled", "disabled_by_state_mode", "disabled_by_agent_allowlist"}
     assert {t["inherited_from"] for t in expected} >= {None, "eng", "support"}
     for row in dom.one("table", id="effective").all("tr", data_tool=True):
-        assert row.one("a").attrs["href"] == subject_path("agent:triage", row.attrs["data-tool"])
+        assert row.one("a", class_="why").attrs["href"] == subject_path("agent:triage", row.attrs["data-tool"])
+        assert row.one("a", class_="tool-link").attrs["href"] == "/tools/" + quote(row.attrs["data-tool"], safe="")
 
     for subject in ("unit:eng", "unit:support"):  # units too, without exposure
         status, html = site.get(links[subject])
@@ -191,6 +198,19 @@ def test_values_from_the_history_are_shown_as_text_and_never_run(browser: str, s
         assert dom.one("title").text() != "pwned"
         (row,) = [r for r in dom.all("tr", data_tool="acme.notes.render")]
         assert HOSTILE in row.text()
+    # the same description in a past set, and the tool's name among the changes, on the console's pages
+    head = audit_report(site.con)["position"]
+    for path in (f"{subject_path('agent:triage')}?at={head}&from=0&to={head}", "/deprecations"):
+        status, html = site.get(path)
+        assert status == 200
+        assert "<script" not in html and "<img" not in html
+        dom = rendered(site, path, tmp_path)
+        assert dom.all("script") == [] and dom.all("img") == []
+        assert dom.one("title").text() != "pwned"
+    dom = parse_dom(site.get(f"{subject_path('agent:triage')}?at={head}&from=0&to={head}")[1])
+    assert HOSTILE in dom.one("table", id="effective").one("tr", data_tool="acme.notes.render").text()
+    assert [row.attrs["data-change"] for row in dom.all("tr", class_="change", data_tool="acme.notes.render")
+            ] == ["added"]
 
 
 @pytest.mark.parametrize(("path", "status", "code"), [

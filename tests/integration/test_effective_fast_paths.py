@@ -132,7 +132,9 @@ TOUCH_NO_SET = {
     # an MCP server's entry and sync evidence; the tools a sync brings are Tool events of their own
     "McpServer.Added", "McpServer.Changed", "McpServer.Removed", "McpServer.Synced",
     "Releases.Planned", "Releases.Published", "Releases.Started", "RouteRules.RuleAdded", "RouteRules.RuleRemoved",
-    "RouteRules.Started", "SecretRef.Added", "Tool.Classified", "Tool.MilestoneRecorded", "Tool.StepRecorded"}
+    "RouteRules.RuleRewritten", "RouteRules.Started", "SecretAliases.AliasAdded", "SecretAliases.Opened",
+    "SecretRef.Added", "SecretRef.ToolsRewritten",
+    "Tool.Classified", "Tool.MilestoneRecorded", "Tool.StepRecorded"}
 
 
 def test_every_event_type_is_decided_for_dirty_tracking() -> None:

@@ -124,6 +124,7 @@ def scripted_story(c: Catalog) -> list[tuple[str, Callable[[], Any]]]:
         ("release 1.2.0", lambda: c.publish_release("1.2.0", m)),
         ("alias only", lambda: c.record_milestone("web_fetch", "alias_only_emission", "1.2.0", "meta", m)),
         ("step 1", lambda: c.record_step("web_fetch", 1, "documented", m)),
+        ("migrate", lambda: c.migrate_alias("web_fetch", m)),  # a2's allowlist names web_fetch
         ("step 2", lambda: c.record_step("web_fetch", 2, "migrated", m)),
         ("release 1.3.0", lambda: c.publish_release("1.3.0", m)),
         ("retire", lambda: c.retire_alias("web_fetch", "1.3.0", m)),
@@ -175,7 +176,9 @@ def test_given_a_scripted_story_when_asked_as_of_each_position_then_the_answer_e
             return next(r["exposure"] for r in rows if r["subject"] == agent and r["tool_id"] == tool_id)
 
         assert exposure(by_name["step 2"], "a2", "web.fetch") == "enabled"
-        assert exposure(by_name["retire"], "a2", "web.fetch") == "disabled_by_agent_allowlist"
+        # migrated before step 2, a2's allowlist names web.fetch: retiring web_fetch takes nothing away
+        assert exposure(by_name["migrate"], "a2", "web.fetch") == "enabled"
+        assert exposure(by_name["retire"], "a2", "web.fetch") == "enabled"
         assert exposure(by_name["rename"], "a2", "web.find") == "enabled"  # the old ID still enables it
         assert exposure(by_name["allowlist a1"], "a1", "sv.runtime.echo") == "disabled_by_agent_allowlist"
         assert exposure(by_name["clear a1"], "a1", "sv.runtime.echo") == "enabled"

@@ -14,7 +14,7 @@ import pytest
 
 from domain.base import Meta
 from domain.catalog import Catalog
-from domain.errors import AlreadyBound, NotBound, UnknownConnector, UnknownGrant, UnknownSubject
+from domain.errors import AlreadyBound, LegacyReferences, NotBound, UnknownConnector, UnknownGrant, UnknownSubject
 from domain.naming import preset
 from domain.values import ToolSpec
 from infra.settings import Settings
@@ -116,8 +116,10 @@ def rejected(world: World, error: type[Exception], code: str) -> Iterator[Any]:
     assert world.head() == before
 
 
-def retire(world: World, alias: str) -> int:
+def retire(world: World, alias: str, migrate: bool = True) -> int:
     """Walk a live alias through its whole deprecation window and retire it; the retirement position.
+    With `migrate`, the catalog's own references to the alias are rewritten before step 2 (else step 2
+    is refused while any remains).
 
     Needs release 1.0.0 published before the alias's tool was registered."""
     if world.catalog.owner_of(alias).aliases[alias].lifecycle == "alias":
@@ -128,6 +130,8 @@ def retire(world: World, alias: str) -> int:
     world.publish_release("1.2.0")
     world.record_milestone(alias, "alias_only_emission", "1.2.0", "metadata only")
     world.record_step(alias, 1, "only the canonical ID is documented")
+    if migrate:
+        world.migrate_alias(alias)
     world.record_step(alias, 2, "stored data migrated")
     world.publish_release("1.3.0")
     return world.retire_alias(alias, "1.3.0").position
@@ -537,15 +541,27 @@ def test_given_a_shim_alias_in_the_allowlist_when_projected_then_its_canonical_t
 
 
 @pytest.mark.parametrize(("alias", "canonical"), [("mcp.memory.seed", "memory.seed"), ("tool.fs.read", "read")])
-def test_given_an_allowlist_naming_an_alias_when_the_alias_is_retired_then_it_no_longer_enables_the_tool(
+def test_given_an_allowlist_naming_an_alias_when_its_retirement_skips_the_migration_then_step_2_is_refused(
         tyrum_agent: World, alias: str, canonical: str) -> None:
     tyrum_agent.set_allowlist("a", [alias, "bash"])
     assert enabled(tyrum_agent) == {canonical, "bash"}
 
+    with pytest.raises(LegacyReferences) as info:
+        retire(tyrum_agent, alias, migrate=False)
+
+    assert info.value.details["references"] == [{"kind": "allowlist", "holder": "agent:a"}]
+    assert enabled(tyrum_agent) == {canonical, "bash"}  # the tool is not silently lost
+
+
+@pytest.mark.parametrize(("alias", "canonical"), [("mcp.memory.seed", "memory.seed"), ("tool.fs.read", "read")])
+def test_given_an_allowlist_naming_an_alias_when_migrated_and_retired_then_it_still_enables_the_tool(
+        tyrum_agent: World, alias: str, canonical: str) -> None:
+    tyrum_agent.set_allowlist("a", [alias, "bash"])
+
     retire(tyrum_agent, alias)
 
-    assert enabled(tyrum_agent) == {"bash"}
-    assert tyrum_agent.exposures("a")[canonical] == "disabled_by_agent_allowlist"
+    assert tyrum_agent.catalog.agent("a").allowlist == [canonical, "bash"]
+    assert enabled(tyrum_agent) == {canonical, "bash"}
 
 
 def test_given_an_allowlist_when_cleared_then_everything_is_enabled_again(tyrum_agent: World) -> None:

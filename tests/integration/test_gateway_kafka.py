@@ -222,3 +222,23 @@ def test_a_set_ahead_of_the_directory_waits_for_it() -> None:
     sets.feed_events([json.dumps(envelope(2, "Tool.Registered", {"tool_id": "t", "spec": {}})).encode()])
     assert sets.subject_set(BOT).tools == ("t",)
     assert told and told[-1][0] == 2
+
+
+def test_the_fold_gives_each_synced_tool_what_its_server_listed() -> None:
+    """The descriptors from Kafka carry a synced tool's title, output schema and hints as the read model's
+    do (McpServer.Synced version 2), and none for a sync of version 1, which recorded none."""
+    fold = DirectoryFold()
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    for position, tool_id in ((1, "mcp.echo.echo"), (2, "mcp.echo.old")):
+        fold.apply(envelope(position, "Tool.Registered", {"tool_id": tool_id, "spec": {
+            "visibility": "public", "source": "mcp", "risk": "read_only"}}, f"tool-{position}"))
+    fold.apply(envelope(3, "McpServer.Synced", {"name": "echo", "gone": [], "tools": [
+        {"tool_id": "mcp.echo.echo", "upstream_name": "echo", "title": "Echo", "output_schema": schema,
+         "annotations": {"idempotentHint": True, "readOnlyHint": False}},
+        {"tool_id": "mcp.echo.old", "upstream_name": "old"}]}, "server-1"))  # as version 1 stored it
+    tools = fold.directory().tools
+    echo, old = tools["mcp.echo.echo"], tools["mcp.echo.old"]
+    assert (echo.title, echo.output_schema) == ("Echo", schema)
+    # the catalog's risk tag (read_only) says the read-only hint; the server's other hints stay
+    assert echo.annotations() == {"idempotentHint": True, "readOnlyHint": True}
+    assert (old.title, old.output_schema, old.hints, old.annotations()) == (None, None, None, {"readOnlyHint": True})

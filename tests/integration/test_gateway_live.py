@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from domain.base import Meta
 from infra.freshness import Freshness
@@ -106,3 +107,78 @@ def test_mcp_answers_503_until_the_server_has_caught_up(sqlite_settings: Setting
     finally:
         state.catalog.close()
         state.con.close()
+
+
+VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+
+
+async def _negotiated(session: Any, version: str) -> None:
+    """The SDK client's session at `version`: the handshake's initialize asking for it, or (2026-07-28 and
+    later, which have no handshake) the discover probe."""
+    import mcp_types as types
+    if version in MODERN_PROTOCOL_VERSIONS:
+        await session.discover()
+    else:
+        result = await session.send_request(types.InitializeRequest(params=types.InitializeRequestParams(
+            protocol_version=version, capabilities=types.ClientCapabilities(),
+            client_info=types.Implementation(name="story", version="1"))), types.InitializeResult)
+        session.adopt(result)
+        await session.send_notification(types.InitializedNotification())
+    assert session.protocol_version == version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_list_changed_reaches_a_client_at_every_protocol_version_the_sdk_speaks(state: ServerState,
+                                                                              version: str) -> None:
+    """Handshake versions hear it on their session; 2026-07-28 has no sessions and hears it on its
+    `subscriptions/listen` stream, of its own subject's set alone."""
+    from mcp.client.session import ClientSession
+    from mcp.client.subscriptions import listen
+    from mcp.shared.memory import create_client_server_memory_streams
+    sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
+    state.on_changes.append(sets.changed)
+    caller = Caller(subject="agent:a", token="a-bot", session_id="memory")
+    gateway = Gateway(sets, state.settings, DecisionLog(None), lambda ctx: caller)
+    heard: list[str] = []
+
+    async def handler(message: Any) -> None:
+        heard.append(type(message).__name__)
+
+    async def told(session: Any) -> None:
+        """Another agent's set changes (nothing said), then agent:a's grant is revoked (it is told)."""
+        written = state.catalog.add_grant("agent:b", "acme.lookup", META).position
+        await anyio.to_thread.run_sync(state.wait_for, written, 30)
+        written = state.catalog.revoke_grant("agent:a", "acme.lookup", META).position
+        await anyio.to_thread.run_sync(state.wait_for, written, 30)
+
+    async def story() -> None:
+        async with anyio.create_task_group() as group, create_client_server_memory_streams() as (client, server):
+            await group.start(gateway.run)
+            gateway.opened("memory", caller)
+            group.start_soon(lambda: gateway.server.run(server[0], server[1], gateway.initialization_options()))
+            async with ClientSession(client[0], client[1], message_handler=handler) as session:
+                # Given a client at `version` that lists its tools
+                await _negotiated(session, version)
+                assert [t.name for t in (await session.list_tools()).tools] == ["acme.lookup"]
+                if version in MODERN_PROTOCOL_VERSIONS:
+                    async with listen(session, tools_list_changed=True) as stream:
+                        assert stream.honored.tools_list_changed is True
+                        # When its grant is revoked (after another agent's set changed)
+                        await told(session)
+                        # Then its stream says its list changed, once
+                        with anyio.fail_after(10):
+                            events = [await stream.__anext__()]
+                        with anyio.move_on_after(0.5):
+                            events.append(await stream.__anext__())
+                        assert [type(e).__name__ for e in events] == ["ToolsListChanged"]
+                else:
+                    await told(session)
+                    with anyio.fail_after(10):
+                        while "ToolListChangedNotification" not in heard:
+                            await anyio.sleep(0.02)
+                    await anyio.sleep(0.5)
+                    assert heard.count("ToolListChangedNotification") == 1
+                # And its list is empty now
+                assert (await session.list_tools()).tools == []
+            group.cancel_scope.cancel()
+    anyio.run(story)

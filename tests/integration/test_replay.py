@@ -100,9 +100,9 @@ def test_a_read_model_built_from_kafka_has_the_fingerprint_of_one_built_from_the
 
 TAMPERINGS = {
     # a current effective set served by `toolcat effective` now says something the history never said
-    # (the allowlist of agent:triage does not name memory.search: it is disabled_by_agent_allowlist)
+    # (the allowlist of agent:triage does not name tool.desktop.act: it is disabled_by_agent_allowlist)
     "effective_tools": "UPDATE effective_tools SET exposure = 'enabled' WHERE subject_kind = 'agent' AND "
-                       "subject = 'triage' AND tool_id = 'memory.search' AND exposure <> 'enabled'",
+                       "subject = 'triage' AND tool_id = 'tool.desktop.act' AND exposure <> 'enabled'",
     # the same, in the per-subject documents `toolcat effective` serves
     "effective_documents": "UPDATE effective_documents SET tools = replace(tools::VARCHAR, "
                            "'disabled_by_agent_allowlist', 'enabled')::JSON WHERE subject = 'agent:triage'",

@@ -5,7 +5,7 @@ import pytest
 
 from domain.errors import ToolcatError
 from domain.mcp_servers import Connection, check_server_name
-from domain.mcp_tools import RISK_BY_ANNOTATION, Inventory, imported, mapped_name, risk_of
+from domain.mcp_tools import RISK_BY_ANNOTATION, Inventory, described, imported, mapped_name, risk_of
 
 
 @pytest.mark.parametrize("name, mapped", [("Get Weather", "get-weather"), ("fetch.URL", "fetch-url"),
@@ -53,7 +53,7 @@ def test_a_server_entry_refuses_what_could_be_a_secret_without_repeating_it() ->
                               {}).references() == ["env:API_TOKEN"]
 
 
-def test_the_stored_form_of_a_server_entry_and_its_sync_is_version_one() -> None:
+def test_the_stored_form_of_a_server_entry_and_its_sync_is_pinned() -> None:
     """Pinned: a change to these fields needs a new class version and an upcaster (DESIGN.md section 2)."""
     from domain.mcp_servers import Evidence, McpServer, mcp_server_key
     from tests.unit.conftest import META, new_catalog
@@ -70,6 +70,56 @@ def test_the_stored_form_of_a_server_entry_and_its_sync_is_version_one() -> None
     assert set(stored["McpServer.Synced"]) - meta_fields >= {
         "name", "server_name", "server_version", "protocol_version", "tools_hash", "tool_count", "listed_at",
         "tools", "gone", "release"}
-    assert all(getattr(McpServer, e).class_version == 1 for e in ("Added", "Changed", "Removed", "Synced"))
+    assert all(getattr(McpServer, e).class_version == 1 for e in ("Added", "Changed", "Removed"))
+    # Synced is at version 2: each tool also says what agents see of it (None where the server said nothing)
+    assert McpServer.Synced.class_version == 2
+    assert stored["McpServer.Synced"]["tools"] == [{"tool_id": "mcp.srv.a", "upstream_name": "A", "title": None,
+                                                    "output_schema": None, "annotations": None}]
     assert catalog.mcp_server("srv").last_sync == "0" * 64
     assert catalog.get_or_none(mcp_server_key("srv"), McpServer) is not None
+
+
+def test_a_sync_stored_at_version_one_reads_with_nothing_described() -> None:
+    """Given McpServer.Synced as version 1 stored it (a tool ID and its upstream name), when read, each tool's
+    title, output schema and annotations are None: version 1 recorded none."""
+    from domain import registry
+    v1 = {"name": "srv", "server_name": "s", "server_version": "1", "protocol_version": "2025-06-18",
+          "tools_hash": "0" * 64, "tool_count": 1, "listed_at": "2026-11-28T00:00:00+00:00",
+          "tools": [{"tool_id": "mcp.srv.a", "upstream_name": "A"}], "gone": [], "release": None}
+    read = registry.upcast("McpServer.Synced", 1, v1)
+    assert read == {**v1, "tools": [{"tool_id": "mcp.srv.a", "upstream_name": "A", "title": None,
+                                     "output_schema": None, "annotations": None}]}
+    assert v1["tools"] == [{"tool_id": "mcp.srv.a", "upstream_name": "A"}]  # the stored data is left alone
+
+
+OUTPUT = {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}
+
+
+@pytest.mark.parametrize(("listed", "kept"), [
+    # the server's own title, output schema and hints, kept as listed
+    ({"name": "a", "title": "Echo Tool", "outputSchema": OUTPUT, "annotations": {"readOnlyHint": True,
+      "idempotentHint": True, "openWorldHint": False}},
+     {"title": "Echo Tool", "output_schema": OUTPUT,
+      "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}}),
+    # no title of its own: the annotations' title (MCP's display-name order); nothing: None everywhere
+    ({"name": "a", "annotations": {"title": "Sum"}}, {"title": "Sum", "output_schema": None,
+                                                      "annotations": {"title": "Sum"}}),
+    ({"name": "a"}, {"title": None, "output_schema": None, "annotations": None}),
+    # an output schema a client could not validate against, or not of an object, is not kept
+    ({"name": "a", "outputSchema": {"type": "object", "properties": 3}}, {"title": None, "output_schema": None,
+                                                                         "annotations": None}),
+    ({"name": "a", "outputSchema": {"type": "string"}}, {"title": None, "output_schema": None, "annotations": None}),
+    # hints of another type, and keys MCP does not define, are not kept; hidden characters are shown escaped
+    ({"name": "a", "title": "Bad\u202eTitle", "annotations": {"readOnlyHint": "yes", "x-vendor": 1,
+                                                              "destructiveHint": False}},
+     {"title": "Bad\\u202eTitle", "output_schema": None, "annotations": {"destructiveHint": False}}),
+])
+def test_what_agents_see_of_a_tool_is_kept_as_the_server_listed_it(listed: dict, kept: dict) -> None:
+    assert described(listed) == kept
+
+
+def test_the_import_keeps_what_agents_see_of_each_tool() -> None:
+    inventory = Inventory("s", "1", "2025-11-25", [{"name": "Get Time", "title": "Clock", "outputSchema": OUTPUT,
+                                                    "inputSchema": {"type": "object"}}], "2026-11-28T00:00:00+00:00")
+    found = imported("srv", "advanced", inventory)
+    assert found.described == {"mcp.srv.get-time": {"title": "Clock", "output_schema": OUTPUT, "annotations": None}}

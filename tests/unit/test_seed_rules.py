@@ -17,6 +17,7 @@ from domain.errors import (
     InvalidPattern,
     InvalidText,
     LegacyId,
+    LegacyReferences,
     NamespaceOwned,
     NotModelFacing,
     ReleaseOrder,
@@ -30,6 +31,7 @@ from domain.grammar import ID_MAX, TEXT_MAX
 from domain.naming import preset
 from domain.nodes import NodeFacts, select_node
 from domain.route_errors import CapabilityMirror, NotASecretTool, NotNodeBacked, SecretValueRefused
+from domain.routing import ROUTE_RULES_KEY, RouteRules
 from domain.secret_refs import SecretRef, secret_ref_key
 from domain.window import MILESTONES, earliest_removal
 from tests.unit.conftest import META, new_catalog, rejected, spec, spring_voyage_story, types
@@ -486,3 +488,73 @@ def test_rule_19_the_node_backed_families_are_still_routed():
     node = NodeFacts("desk", paired=True, ready=True, capabilities=["tyrum.location.get"])
 
     assert select_node("tool.location.get", "key", [node])["node"] == "desk"
+
+
+# --- rule 20: stored data is migrated to the canonical ID before removal step 2 (000's checklist) -------------
+
+
+@pytest.fixture
+def renamed_with_references(tyrum) -> Catalog:
+    """Given acme.ticket.create named by an allowlist, a route rule and a secret reference, then renamed."""
+    app = tyrum
+    app.register_tool("tool.secret.copy-to-node-clipboard", spec(group="node"), META)
+    app.create_unit("eng", None, META)
+    app.create_agent("triage", "eng", "stateful", META)
+    app.set_allowlist("triage", ["acme.ticket.create", "read"], META)
+    app.add_route_rule({"rule_id": "no-tickets-after-read", "deny_tool": "acme.ticket.create",
+                        "after_tool": "read"}, META)
+    app.register_tool("tool.secret.paste", spec(group="node"), META)
+    app.add_secret_ref("github-token", ["tool.secret.paste"], META)
+    app.rename_tool("acme.ticket.create", "acme.ticket.open", META)
+    app.rename_tool("tool.secret.paste", "tool.secret.copy-to-node-clipboard-2", META)
+    for old_id in ("acme.ticket.create", "tool.secret.paste"):
+        app.record_step(old_id, 1, "only the canonical ID is documented", META)
+    return app
+
+
+def test_rule_20_given_references_to_the_old_id_when_recording_step_2_then_legacy_references(renamed_with_references):
+    app = renamed_with_references
+
+    with rejected(app, LegacyReferences, "legacy_references") as info:
+        app.record_step("acme.ticket.create", 2, "data migrated", META)
+    assert info.value.details["references"] == [
+        {"kind": "allowlist", "holder": "agent:triage"},
+        {"kind": "route_rule", "holder": "route_rule:no-tickets-after-read", "side": "deny"}]
+    assert "toolcat alias migrate acme.ticket.create" in info.value.message
+
+
+def test_rule_20_when_migrated_then_each_holder_names_the_canonical_id_and_step_2_is_accepted(renamed_with_references):
+    app = renamed_with_references
+
+    result = app.migrate_alias("acme.ticket.create", META)
+
+    assert types(result) == ["Agent.AllowlistSet", "RouteRules.RuleRewritten"]
+    assert app.agent("triage").allowlist == ["acme.ticket.open", "read"]
+    rule = app.get_or_none(ROUTE_RULES_KEY, RouteRules).rules["no-tickets-after-read"]
+    assert (rule.deny_tool, rule.after_tool) == ("acme.ticket.open", "read")
+    assert types(app.record_step("acme.ticket.create", 2, "data migrated", META)) == ["Tool.StepRecorded"]
+    assert types(app.migrate_alias("acme.ticket.create", META)) == []  # nothing left: nothing written
+
+
+def test_rule_20_a_secret_references_allowed_tool_is_migrated_too(renamed_with_references):
+    app = renamed_with_references
+
+    with rejected(app, LegacyReferences, "legacy_references") as info:
+        app.record_step("tool.secret.paste", 2, "data migrated", META)
+    assert info.value.details["references"] == [{"kind": "secret_ref", "holder": "secret_ref:github-token"}]
+    assert types(app.migrate_alias("tool.secret.paste", META)) == ["SecretRef.ToolsRewritten"]
+    assert list(app.get_or_none(secret_ref_key("github-token"), SecretRef).allowed.values()) == [
+        "tool.secret.copy-to-node-clipboard-2"]
+
+
+def test_rule_20_an_allowlist_naming_the_old_id_again_after_step_2_blocks_the_retirement(renamed_with_references):
+    app = renamed_with_references
+    app.migrate_alias("acme.ticket.create", META)
+    app.record_step("acme.ticket.create", 2, "data migrated", META)
+    app.set_allowlist("triage", ["acme.ticket.create"], META)  # named again: retiring would disable it silently
+    app.publish_release("1.0.0", META)
+
+    with rejected(app, LegacyReferences, "legacy_references") as info:
+        app.retire_alias("acme.ticket.create", "1.0.0", META)
+    assert info.value.details["references"] == [{"kind": "allowlist", "holder": "agent:triage"}]
+    assert "before retiring it" in info.value.message

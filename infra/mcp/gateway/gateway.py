@@ -24,6 +24,7 @@ import mcp_types as types
 
 from domain.errors import ToolcatError
 from infra.mcp.gateway.decisions import DecisionLog, decision
+from infra.mcp.gateway.listen import Listeners, Listening
 from infra.mcp.gateway.source import (Descriptor, Directory, Resolution, SetSource, SubjectSet, listed, resolve,
                                       route)
 from infra.mcp.gateway.upstream import UpstreamPool, answer_size
@@ -66,9 +67,11 @@ class Gateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listed: dict[str, tuple[SubjectSet, Directory, list[types.Tool]]] = {}
         self.pool: UpstreamPool | None = None
+        self.listeners = Listeners(self)  # the 2026-07-28 protocol's listen streams (no sessions there)
         self.server: Server[Any] = Server("toolcat", version="1", instructions=(
             "The tools of your subject's effective set in the toolcat catalog; each call is decided and recorded."),
-            on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_subscriptions_listen=self.listeners.serve)
         self.server.middleware.append(self._attach)
 
     @property
@@ -128,8 +131,9 @@ class Gateway:
                         except Exception as error:  # noqa: BLE001 - a session gone (idle, disconnected)
                             log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
                             self.closed(key)
+                await self.listeners.tell(subjects, lambda listening: self._moved(listening, now))
 
-    def _moved(self, caller: Caller, now: dict[str, tuple[str, ...] | None]) -> bool:
+    def _moved(self, caller: Caller | Listening, now: dict[str, tuple[str, ...] | None]) -> bool:
         """After a batch that may have changed any set (a Kafka-fed server says no more): whether the
         caller's subject's set differs from the one it was last told of (read once per subject)."""
         if caller.subject not in now:
@@ -316,12 +320,12 @@ def _revoked() -> MCPError:
 
 
 def _listed(tool: Descriptor) -> types.Tool:
+    """The tool as tools/list shows it: the catalog's description, schemas, title and annotations."""
     annotations = tool.annotations()
-    return types.Tool(name=tool.tool_id, description=tool.description,
+    return types.Tool(name=tool.tool_id, title=tool.title, description=tool.description,
                       input_schema=dict(tool.input_schema) if tool.input_schema else {"type": "object"},
-                      annotations=types.ToolAnnotations(
-                          read_only_hint=annotations.get("readOnlyHint"),
-                          destructive_hint=annotations.get("destructiveHint")) if annotations else None)
+                      output_schema=dict(tool.output_schema) if tool.output_schema else None,
+                      annotations=types.ToolAnnotations.model_validate(annotations) if annotations else None)
 
 
 def _refusal(resolution: Resolution) -> str:

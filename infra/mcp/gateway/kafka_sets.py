@@ -40,6 +40,7 @@ class DirectoryFold:
         self._rules: dict[str, RouteRule] = {}
         self._servers: dict[str, Connection] = {}
         self._upstream: dict[str, tuple[str, str]] = {}  # tool ID → (server, upstream name)
+        self._described: dict[str, dict[str, Any]] = {}  # tool ID → its title, output schema and annotations
         self._units: dict[str, str | None] = {}  # unit → its parent
         self._agents: dict[str, str] = {}  # agent → its unit
         self._built: Directory | None = None
@@ -112,6 +113,9 @@ class DirectoryFold:
     def _synced(self, key: str, data: dict[str, Any]) -> None:
         for tool in data["tools"]:
             self._upstream[tool["tool_id"]] = (data["name"], tool["upstream_name"])
+            # (McpServer.Synced version 1 holds none of them)
+            self._described[tool["tool_id"]] = {"title": tool.get("title"), "output_schema": tool.get("output_schema"),
+                                                "hints": tool.get("annotations")}
 
     def _unit(self, key: str, data: dict[str, Any]) -> None:
         self._units[data["name"]] = data.get("parent")
@@ -144,7 +148,8 @@ class DirectoryFold:
                 tool_id=tool["tool_id"], tool_key=key, description=spec.get("description"),
                 input_schema=spec.get("input_schema"), risk=spec.get("risk"),
                 classes=tuple(spec.get("classes") or ()), visibility=spec.get("visibility", "public"),
-                source=spec.get("source", "builtin"), backing_server=server, upstream_name=upstream)
+                source=spec.get("source", "builtin"), backing_server=server, upstream_name=upstream,
+                **self._described.get(tool["tool_id"], {}))
         names = {}
         for alias, entry in self._aliases.items():
             lifecycle = "shim" if entry["shim"] and entry["lifecycle"] != "retired" else entry["lifecycle"]

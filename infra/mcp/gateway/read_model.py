@@ -40,7 +40,8 @@ SELECT (SELECT max(updated_position) FROM tools), (SELECT max(updated_position) 
 
 _TOOLS = """
 SELECT t.canonical_id, t.tool_key, t.description, t.input_schema, t.risk, t.visibility, t.source,
-       coalesce(c.classes, t.classes, []::VARCHAR[]) AS classes, m.server, m.upstream_name
+       coalesce(c.classes, t.classes, []::VARCHAR[]) AS classes, m.server, m.upstream_name, m.title,
+       m.output_schema, m.annotations
 FROM tools t
 LEFT JOIN (SELECT * FROM tool_class_history WHERE valid_to IS NULL) c USING (tool_key)
 LEFT JOIN mcp_tools m ON m.tool_id = t.canonical_id"""
@@ -62,7 +63,8 @@ def read_directory(con: duckdb.DuckDBPyConnection, position: int) -> Directory:
             tool_id=r["canonical_id"], tool_key=r["tool_key"], description=r["description"],
             input_schema=_json(r["input_schema"]), risk=r["risk"], classes=tuple(r["classes"] or ()),
             visibility=r["visibility"], source=r["source"], backing_server=server,
-            upstream_name=r["upstream_name"] if server is not None else None)
+            upstream_name=r["upstream_name"] if server is not None else None, title=r["title"],
+            output_schema=_json(r["output_schema"]), hints=_json(r["annotations"]))
     names = {}
     for r in select_rows(con, _NAMES):
         lifecycle = "shim" if r["shim"] and r["lifecycle"] != "retired" else r["lifecycle"]

@@ -81,6 +81,10 @@ class Descriptor:
     source: str = "builtin"
     backing_server: str | None = None  # the MCP server entry that serves it, when it has one
     upstream_name: str | None = None  # the name tools/call sends upstream (mcp_tools.upstream_name)
+    # As the backing server listed it at the last sync (mcp_tools; domain/mcp_tools.described):
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    hints: Mapping[str, Any] | None = None  # its MCP annotations (the catalog's risk tag overrides two of them)
 
     @property
     def listable(self) -> bool:
@@ -91,7 +95,12 @@ class Descriptor:
         return ToolFacts(tool_key=self.tool_key, canonical_id=self.tool_id, classes=list(self.classes))
 
     def annotations(self) -> dict[str, Any]:
-        """MCP annotations from the catalog's risk tag (the reverse of domain/mcp_tools.RISK_BY_ANNOTATION)."""
+        """MCP annotations: the server's own (title, idempotent, open world), with the read-only and
+        destructive hints from the catalog's risk tag (the reverse of domain/mcp_tools.RISK_BY_ANNOTATION):
+        the operator's word, not the server's, says what a call may change."""
+        return {**(self.hints or {}), **self._risk_hints()}
+
+    def _risk_hints(self) -> dict[str, Any]:
         if self.risk == "read_only":
             return {"readOnlyHint": True}
         if self.risk in ("destructive_update", "destructive_delete"):

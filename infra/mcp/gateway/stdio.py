@@ -32,7 +32,27 @@ async def relay(url: str, token: str, request_seconds: float) -> None:
                     if isinstance(message, Exception):  # a transport's complaint: said on stderr, not relayed
                         sys.stderr.write(f"toolcat gateway: {side}: {message}\n")
                         continue
-                    await sink.send(message)
+                    await sink.send(stamped(message) if side == "client" else message)
             group.cancel_scope.cancel()  # one side ended: so does the relay
         group.start_soon(pump, down_read, up_write, "client")
         group.start_soon(pump, up_read, down_write, "server")
+
+
+def stamped(message: Any) -> Any:
+    """A client's message as the SDK's own client would send it over HTTP. A 2026-07-28 request carries its
+    protocol version in its envelope (`_meta`), and the server routes it by headers that repeat it (version,
+    method, the tool's name): the SDK's client transport sets them from what its session stamped, which a
+    relay does not have, so they are set here from the envelope. Older versions need nothing."""
+    from mcp.shared.inbound import (MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER,
+                                    NAME_BEARING_METHODS, encode_header_value)
+    from mcp.shared.message import ClientMessageMetadata, SessionMessage
+    from mcp_types import PROTOCOL_VERSION_META_KEY
+    method, params = getattr(message.message, "method", None), getattr(message.message, "params", None) or {}
+    version = (params.get("_meta") or {}).get(PROTOCOL_VERSION_META_KEY)
+    if method is None or not isinstance(version, str) or message.metadata is not None:
+        return message
+    headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: method}
+    named = params.get(NAME_BEARING_METHODS.get(method, ""))
+    if isinstance(named, str):
+        headers[MCP_NAME_HEADER] = encode_header_value(named)
+    return SessionMessage(message.message, ClientMessageMetadata(headers=headers))
