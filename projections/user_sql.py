@@ -48,8 +48,9 @@ ALLOWED_TABLE_FUNCTIONS = frozenset({
     "duckdb_types", "duckdb_views", "duckdb_settings", "duckdb_memory",
     "pragma_table_info", "pragma_show", "pragma_database_size", "pragma_storage_info", "pragma_version",
     "pragma_platform", "pragma_collations", "pg_timezone_names", "icu_calendar_names",
-    # The read model's own table macro (migration 093): one subject's effective history, from its tables only.
-    "effective_history_of",
+    # The read model's own table macros (migrations 093, 160): one subject's or one tool's effective history,
+    # from its tables only.
+    "effective_history_of", "effective_history_of_subject", "effective_history_of_tool", "effective_history_for",
 })
 # PRAGMAs that only read (`PRAGMA table_info('tools')`); any other PRAGMA may change a setting.
 READ_PRAGMAS = frozenset({"table_info", "show", "show_tables", "show_tables_expanded", "database_size",

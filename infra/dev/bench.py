@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.values import ToolSpec
+from infra.dev.bench_history import history_figures
 from infra.dev.bench_kafka import KafkaFigures
 from infra.dev.measures import META, percentiles, rate
 from infra.dev.workload import Shape, Workload
@@ -29,7 +30,7 @@ from projections.queries import current_effective
 from projections.rows import insert_columns, select_rows
 
 FIGURES = ("append", "projection", "baselines", "relay", "kafka_projection", "latency", "read_latency", "replay",
-           "serve", "cli", "gateway")
+           "serve", "cli", "gateway", "history")
 
 
 class Bench:
@@ -155,6 +156,12 @@ class Bench:
         self.results["gateway"] = GatewayFigures(self.root, self.say,
                                                  kafka_bootstrap=self.settings.kafka_bootstrap).run()
 
+    def history(self) -> None:
+        self.bulk_store()
+        if "projection" not in self.results:
+            self.projection()
+        self.results["history"] = history_figures(self.store, self.say)
+
     def replay(self) -> None:
         self.bulk_store()
         if "projection" not in self.results:
@@ -190,6 +197,10 @@ def budget(results: dict[str, Any]) -> dict[str, Any]:
         "serve_effective_read_p99_ms <= 10": get("serve", "effective_reads", "p99_ms"),
         "cli_help_s <= 0.15": get("cli", "help_s"),
         "cli_effective_s <= 0.35": get("cli", "effective_s"),
+        "history_of_one_tool_s <= 1": get("history", "tool", "seconds"),
+        "history_of_one_subject_s <= 1": get("history", "subject", "seconds"),
+        "history_join_on_one_tool_s <= 2": get("history", "tool_join", "seconds"),
+        "history_join_on_one_subject_s <= 2": get("history", "subject_join", "seconds"),
     }
     targets = {"catch_up_projection_events_per_s >= 100000": lambda v: v >= 100000,
                "relay_vs_raw_producer >= 0.8": lambda v: v >= 0.8,
@@ -201,7 +212,11 @@ def budget(results: dict[str, Any]) -> dict[str, Any]:
                "serve_command_to_visible_p99_ms <= 100": lambda v: v <= 100,
                "serve_effective_read_p99_ms <= 10": lambda v: v <= 10,
                "cli_help_s <= 0.15": lambda v: v <= 0.15,
-               "cli_effective_s <= 0.35": lambda v: v <= 0.35}
+               "cli_effective_s <= 0.35": lambda v: v <= 0.35,
+               "history_of_one_tool_s <= 1": lambda v: v <= 1,
+               "history_of_one_subject_s <= 1": lambda v: v <= 1,
+               "history_join_on_one_tool_s <= 2": lambda v: v <= 2,
+               "history_join_on_one_subject_s <= 2": lambda v: v <= 2}
     return {name: {"value": value, "met": None if value is None else bool(targets[name](value))}
             for name, value in checks.items()}
 
@@ -211,7 +226,7 @@ def _figure(bench: Bench, name: str) -> Callable[[], None]:
     return {"append": bench.append, "projection": bench.projection, "baselines": bench.baselines,
             "relay": kafka.relay, "kafka_projection": kafka.kafka_projection, "latency": kafka.latency,
             "read_latency": bench.read_latency, "replay": bench.replay, "serve": bench.serve, "cli": bench.cli,
-            "gateway": bench.gateway}[name]
+            "gateway": bench.gateway, "history": bench.history}[name]
 
 
 def run_bench(events: int, only: str | None, settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:

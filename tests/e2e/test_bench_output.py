@@ -86,3 +86,23 @@ def test_the_cli_figure_times_the_command_line_beside_python_itself(home: Path) 
     assert set(figures) == {"help_s", "resolve_s", "effective_s", "python_s", "import_duckdb_s", "runs"}
     assert figures["runs"] == 1
     assert all(figures[name] > 0 for name in figures)
+
+
+def test_the_history_figure_asks_the_documented_history_questions_of_one_tool_and_one_subject(home: Path) -> None:
+    from infra.dev.bench_history import history_figures
+    from infra.settings import Settings
+    from infra.wiring import open_read_model
+    # given a small seeded history, projected
+    with toolcat_environ("bench"):
+        toolcat_in_process(home, "workload", "--events", "2000")
+        toolcat_in_process(home, "project")
+    open_read_model(Settings(home=home)).close()
+    # when the history figure is measured on it
+    figures = history_figures(Settings(home=home), lambda line: None)
+    # then it asked of a tool held now and of an agent, through the sandbox `toolcat sql` uses, and the
+    # questions over time answered rows (a join may find nothing lost)
+    assert figures["asked"]["tool_id"] and figures["asked"]["subject"].startswith("agent:")
+    assert figures["events"] >= 2000
+    assert figures["tool"]["rows"] > 0 and figures["subject"]["rows"] > 0
+    assert all(figures[name]["seconds"] > 0 and figures[name]["cpu_seconds"] >= 0
+               for name in ("tool", "subject", "tool_join", "subject_join"))
