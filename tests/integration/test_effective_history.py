@@ -510,8 +510,6 @@ def test_given_the_story_when_a_subject_is_named_as_who_can_names_it_then_its_sh
             con, f"SELECT * FROM effective_history_of('{kind}', '{name}') ORDER BY ALL"), (kind, name)
 
 
-@pytest.mark.xfail(strict=True, reason="effective_history_for (migration 160) predates unit images (181, 182): "
-                   "the unit's own image way needs a migration numbered after 182 (outside history's range)")
 def test_given_a_unit_running_an_image_when_its_history_is_asked_then_the_share_holds_the_image_tools(
         sqlite_settings: Settings) -> None:
     # given a unit that runs an image (its tools are the unit's own)

@@ -16,7 +16,8 @@ from projections.catchup import catch_up
 from projections.effective.fast_ways import TOOLS_OF_KEYS, given_notes
 from projections.effective.reads import INFINITY, effective_digest, subjects_at, subjects_registered
 from projections.projector import Projector
-from projections.rows import run
+from projections.console import console_index
+from projections.rows import registered, run
 from projections.sqlfiles import query, sql_files
 
 META = Meta(actor="tester")
@@ -27,7 +28,10 @@ PARAMETERS: dict[str, Any] = {"at": INFINITY, "effective_at": None, "tool": "no-
                               "keys": ["no-such-key"], "agents": ["ada"], "names": ["ada"],
                               # positions of no event: the changes queries answer timestamps, which
                               # fetchall cannot build here (no pytz); test_sql_history runs them on events
-                              "first": 1, "last": 0}
+                              "first": 1, "last": 0,
+                              # the console's search and pages (NULL filters match any)
+                              "limit": 10, "offset": 0, "prefix": None, "words": [], "family": None,
+                              "group": None, "lifecycle": None, "server": None, "source": None, "tier": None}
 
 
 @pytest.fixture
@@ -63,8 +67,8 @@ def test_every_query_fills_its_fragments_and_runs(con: Any) -> None:
             assert "{{" not in text, name
             values = {**PARAMETERS, **given} if notes in text else PARAMETERS
             wanted = {key: values[key] for key in re.findall(r"\$(\w+)", text)}
-            with subjects_registered(con, subjects_at(con)):
-                run(con, text, wanted)
+            with subjects_registered(con, subjects_at(con)), registered(con, "_entries", console_index(con)):
+                run(con, text, wanted)  # (the console's pages read its index as `_entries`)
 
 
 def test_an_unknown_query_or_fragment_is_named(con: Any) -> None:
