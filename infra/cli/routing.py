@@ -22,7 +22,7 @@ def register(commands: Commands) -> None:
     commands.group("node", "nodes that serve capability-backed tools")
     _node_commands(commands)
     commands.group("secret", "secret references: which tools may receive a secret, never its value")
-    commands.subgroup("secret ref", "secret references", "subsubcommand")
+    commands.subgroup("secret ref", "secret references")
     p = commands.add("secret ref add", cmd_secret_ref_add, "record a secret reference and the tools that may "
                                                            "receive it (never a value)", "write")
     p.add_argument("ref", metavar="REF")
@@ -32,7 +32,7 @@ def register(commands: Commands) -> None:
 
 
 def _route_commands(commands: Commands) -> None:
-    commands.subgroup("route rule", "add or remove route rules", "subsubcommand")
+    commands.subgroup("route rule", "add or remove route rules")
     p = commands.add("route rule add", cmd_route_rule_add, "add a route rule", "write")
     p.add_argument("rule_id", metavar="RULE_ID")
     for flag, text in (("--deny-any-class", "deny a call to a tool with any of these classes"),
