@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from infra.cli.output import Reply, plain
-from infra.cli.registry import Commands, write
+from infra.cli.registry import Commands, command_words, write
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
     from infra.context import Context
@@ -125,7 +125,7 @@ def cmd_node(ctx: Context) -> Reply:
         "pair": routing_commands.NodePair, "unpair": routing_commands.NodeUnpair,
         "ready": routing_commands.NodeReady, "unready": routing_commands.NodeUnready,
     }
-    return write(ctx, node_commands[ctx.args.subcommand])
+    return write(ctx, node_commands[command_words(ctx.args)[-1]])
 
 
 def cmd_node_capability(ctx: Context) -> Reply:
