@@ -41,8 +41,10 @@ class Served:
             raise AssertionError(f"the server did not stop within {timeout}s:\n{self.log.read_text()}") from None
 
 
-def start_server(home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Served:
-    """`toolcat serve --port 0 ARGS` on `home`; returns once it listens (its address file names it)."""
+def start_server(home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
+                 ready: bool = True) -> Served:
+    """`toolcat serve --port 0 ARGS` on `home`; returns once it listens (its address file names it) and,
+    with `ready`, once caught up with the store (/v1/ready 200: until then reads are refused with 503)."""
     home.mkdir(parents=True, exist_ok=True)
     log = home.parent / f"serve-{time.monotonic_ns()}.log"
     with log.open("w") as out:
@@ -54,7 +56,20 @@ def start_server(home: Path, *args: str, env: dict[str, str] | None = None, time
             process.kill()
             raise AssertionError(f"toolcat serve did not start (exit {process.poll()}):\n{log.read_text()}")
         time.sleep(0.05)
-    return Served(process, home, address.url, log)
+    served = Served(process, home, address.url, log)
+    if ready:
+        _wait_until_ready(served, deadline)
+    return served
+
+
+def _wait_until_ready(served: Served, deadline: float) -> None:
+    with served.client() as client:
+        while client.get("/v1/ready").status_code != 200:
+            if served.process.poll() is not None or time.monotonic() > deadline:
+                served.process.kill()
+                raise AssertionError(f"toolcat serve did not catch up (exit {served.process.poll()}):\n"
+                                     f"{served.log.read_text()}")
+            time.sleep(0.05)
 
 
 @contextlib.contextmanager
@@ -92,12 +107,14 @@ def posted(client: httpx.Client, path: str, body: dict[str, Any], status: int = 
 
 @contextlib.contextmanager
 def following_state(settings: Any) -> Iterator[Any]:
-    """The server's owner of the read model, in this process, following the store every 50 ms; stopped after."""
+    """The server's owner of the read model, in this process, following the store every 50 ms, once caught up
+    at start (until then it refuses reads); stopped after."""
     from infra.http.metrics import ServerMetrics
     from infra.http.state import ServerState
     server = ServerState(settings.model_copy(update={"follow_poll_seconds": 0.05}), "store", ServerMetrics())
     server.start()
     try:
+        assert server.caught_up.wait(60), f"the server's state did not catch up: {server.failure}"
         yield server
     finally:
         server.stop()

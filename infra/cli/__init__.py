@@ -1,49 +1,67 @@
 """The `toolcat` command line (CONTRACT.md): one module per command group registers its commands;
 `run` answers a command with its `Reply`, `main` prints it and turns errors into exit codes.
 
-The command line answers at once: registering the commands imports no store, read model, HTTP stack or
-Kafka client (command modules import those inside their handlers), so `toolcat --help` costs Python's
-start and argparse, and a command loads only what it runs. tests/e2e/test_cli_imports.py holds that."""
+The command line answers at once: `main` builds only the command tree of the command it is given (the
+other top-level commands are listed by name and help line, from infra/cli/index.py), and registering
+commands imports no store, read model, HTTP stack or Kafka client (command modules import those inside
+their handlers). So `toolcat --help` costs Python's start and argparse, and a command loads only what it
+runs. tests/e2e/test_cli_imports.py holds that."""
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import sys
 import threading
-import traceback
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from domain.errors import ToolcatError, UsageError
-from infra.cli import (aliases, audit, catalog, dev, effective, export, grants, output, pipelines, serve, sql,
-                       subjects, tools, who_can, workload)
-from infra.cli import routing
-from infra.cli import proposals, what_if
-from infra.cli import schemas
-from infra.cli import mcp
-from infra.cli.output import Reply
+from infra.cli.index import TOP_LEVEL
 from infra.cli.registry import ArgumentsError, Commands, Parser, arguments_of
 
 if TYPE_CHECKING:
     from domain.commands import CatalogCommand
     from infra.context import Backend
+    from infra.reply import Reply
     from infra.settings import Settings
 
-# In the order `toolcat --help` lists them.
-COMMAND_MODULES: tuple[ModuleType, ...] = (catalog, tools, aliases, subjects, grants, effective, sql, export,
-                                           audit, pipelines, serve, dev, routing, proposals, what_if, who_can,
-                                           workload, schemas, mcp)
+# The command modules (infra/cli/NAME.py), in the order `toolcat --help` lists their commands.
+COMMAND_MODULES: tuple[str, ...] = ("catalog", "tools", "aliases", "subjects", "grants", "effective", "sql",
+                                    "export", "audit", "pipelines", "serve", "dev", "routing", "proposals",
+                                    "what_if", "who_can", "workload", "schemas", "mcp")
+# The root's options that take a value, with the prefixes argparse takes for them ("--ho" is "--home").
+_ROOT_VALUE_OPTIONS = ("--ho", "--hom", "--home")
 
 
-def build_parser() -> Parser:
+def build_parser(argv: list[str] | None = None) -> Parser:
+    """The command tree: whole, or enough to parse `argv`: the modules of the top-level command it names
+    (none for `toolcat --help`), the other top-level commands listed by name and help line only."""
     root = Parser(prog="toolcat", description="An event-sourced catalog of the tools AI agents may call.")
     root.add_argument("--home", help="catalog home holding events.sqlite and catalog.duckdb "
                                      "(default TOOLCAT_HOME, else ./.toolcat)")
     root.add_argument("--json", action="store_true", help="answer with exactly one JSON document")
     commands = Commands(root)
-    for module in COMMAND_MODULES:
-        module.register(commands)
+    wanted = COMMAND_MODULES if argv is None else TOP_LEVEL.get(_top_level_word(argv) or "", ("", ()))[1]
+    for name in COMMAND_MODULES:
+        if name in wanted:
+            importlib.import_module(f"infra.cli.{name}").register(commands)
+    for word, (help_text, _) in TOP_LEVEL.items():
+        if word not in commands.helps:
+            commands.listed(word, help_text)
     return root
+
+
+def _top_level_word(argv: list[str]) -> str | None:
+    """The command `argv` names, as the root parser reads it: its first word that is neither an option
+    nor the value of --home."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return next(words, None)
+        if not word.startswith("-") or word == "-":
+            return word
+        if word in _ROOT_VALUE_OPTIONS:
+            next(words, None)
+    return None
 
 
 def settings_for(args: argparse.Namespace, base: Settings | None = None) -> Settings:
@@ -115,20 +133,26 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     commands in-process)."""
     argv = sys.argv[1:] if argv is None else argv
     as_json = "--json" in argv
+    parser = build_parser(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except ArgumentsError as error:
+        from infra.cli import output
         if not as_json:
             sys.stderr.write(error.usage)
         output.print_error(error, as_json)
         return error.exit_code
     if getattr(args, "handler", None) is None:
-        build_parser().print_help(sys.stderr)
+        parser.print_help(sys.stderr)
         return 2
     return _answer(args, settings)
 
 
 def _answer(args: argparse.Namespace, settings: Settings | None) -> int:
+    import traceback
+
+    from domain.errors import ToolcatError, UsageError
+    from infra.cli import output
     from infra.settings import scrub
     from infra.wiring import infrastructure_error
     as_json, kind = bool(getattr(args, "json", False)), args.kind

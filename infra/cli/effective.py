@@ -95,7 +95,6 @@ def _subject(ctx: Context, at: int | None) -> tuple[str, str]:
 
 
 def cmd_effective(ctx: Context) -> Reply:
-    from projections.routing import with_classes
     from projections.tracking import read_tracking
     from projections.effective.reads import INFINITY, effective_rows
     from infra.reading import current_document
@@ -114,6 +113,7 @@ def cmd_effective(ctx: Context) -> Reply:
         position = head
     con = ctx.read_model()
     if ctx.args.with_classes:
+        from projections.routing import with_classes  # (it loads the routing rules' domain model)
         tools = with_classes(con, tools, head)
     document = {"subject": ctx.args.subject, "position": position, "read_model_position": head, "tools": tools}
     if effective_at is not None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__i
 
 def register(commands: Commands) -> None:
     commands.group("mcp", "MCP servers: their entries, and syncing their tools into the catalog")
-    commands.subgroup("mcp server", "MCP server entries (how to reach one)", "subsubcommand")
+    commands.subgroup("mcp server", "MCP server entries (how to reach one)")
     _connection_options(commands.add("mcp server add", cmd_add, "add an MCP server (stdio or streamable HTTP)",
                                      "write"))
     _connection_options(commands.add("mcp server change", cmd_change, "replace a server's connection or tier",

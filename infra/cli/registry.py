@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from domain.errors import UsageError
-from infra.cli.output import Reply
+from infra.reply import Reply
 
 if TYPE_CHECKING:  # registering commands imports no store, read model or domain model (`toolcat --help`)
     from domain.commands import Command
@@ -107,42 +107,64 @@ def _read_options() -> argparse.ArgumentParser:
     return options
 
 
+# Where parsing puts the words of the command ("mcp", "server", "add"), level by level. Each holds a space,
+# which no option's dest made from its option string can: as "command" did, `mcp server add --command CMD`
+# overwrote the name of the command it was given to.
+WORD_DESTS = ("command word 1", "command word 2", "command word 3")
+
+
+def command_words(args: argparse.Namespace) -> list[str]:
+    """The words of the command a parsed command line names (["route", "rule", "add"])."""
+    return [word for dest in WORD_DESTS if (word := getattr(args, dest, None))]
+
+
 class Commands:
     """The command tree. `kind` is "write" (gets --actor, --reason, --idempotency-key), "read" (gets
     --min-position, --timeout) or "pipeline"."""
 
     def __init__(self, root: Parser) -> None:
         self.common, self.writes, self.reads = _common(), _write_options(), _read_options()
-        self.groups: dict[str, Any] = {"": root.add_subparsers(dest="command", metavar="COMMAND",
+        self.groups: dict[str, Any] = {"": root.add_subparsers(dest=WORD_DESTS[0], metavar="COMMAND",
                                                                parser_class=Parser)}
         self.parents: dict[str, Parser] = {"": root}
         # Every command ("tool register") and its parser, in the order registered; the root keeps it.
         self.commands: dict[str, Parser] = {}
         root.commands = self.commands
+        # The line `toolcat --help` shows for each top-level command or group, in the order registered.
+        self.helps: dict[str, str] = {}
 
     def group(self, name: str, help_text: str) -> None:
-        self.subgroup(name, help_text, "subcommand")
+        self.subgroup(name, help_text)
 
-    def subgroup(self, path: str, help_text: str, dest: str) -> Parser:
-        """A group of commands under `path` ("mcp server"), its subcommand in `dest`."""
+    def subgroup(self, path: str, help_text: str) -> Parser:
+        """A group of commands under `path` ("mcp server")."""
         group, _, name = path.rpartition(" ")
-        parser = self.groups[group].add_parser(name, help=help_text)
-        self.parents[group].groups[name] = parser
+        parser = self._parser(group, name, help_text)
         self.parents[path] = parser
-        self.groups[path] = parser.add_subparsers(dest=dest, metavar="SUBCOMMAND", required=True,
-                                                  parser_class=Parser)
+        self.groups[path] = parser.add_subparsers(dest=WORD_DESTS[len(path.split())], metavar="SUBCOMMAND",
+                                                  required=True, parser_class=Parser)
         return parser
+
+    def listed(self, name: str, help_text: str) -> None:
+        """A top-level command or group whose module is not loaded: named, with its help line, for
+        `toolcat --help` and for the nearest choice to a typo (infra/cli/index.py)."""
+        self.groups[""].add_parser(name, help=help_text)
 
     def add(self, path: str, handler: Handler, help_text: str, kind: str, json_help: str | None = None) -> Parser:
         """`json_help`: what --json prints, for a command whose answer is not one document (a stream)."""
         group, _, name = path.rpartition(" ")
         common = self.common if json_help is None else _common(json_help)
         parents = [common] + ([self.writes] if kind == "write" else [self.reads] if kind == "read" else [])
-        parser = self.groups[group].add_parser(name, help=help_text, parents=parents,
-                                               description=help_text)
+        parser = self._parser(group, name, help_text, parents=parents, description=help_text)
         parser.set_defaults(handler=handler, kind=kind)
-        self.parents[group].groups[name] = parser
         self.commands[path] = parser
+        return parser
+
+    def _parser(self, group: str, name: str, help_text: str, **options: Any) -> Parser:
+        parser: Parser = self.groups[group].add_parser(name, help=help_text, **options)
+        self.parents[group].groups[name] = parser
+        if not group:
+            self.helps[name] = help_text
         return parser
 
 

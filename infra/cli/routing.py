@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from infra.cli.output import Reply, plain
-from infra.cli.registry import Commands, write
+from infra.cli.registry import Commands, command_words, write
 
 if TYPE_CHECKING:  # a command imports what it runs, when it runs (infra/cli/__init__.py)
     from infra.context import Context
@@ -22,7 +22,7 @@ def register(commands: Commands) -> None:
     commands.group("node", "nodes that serve capability-backed tools")
     _node_commands(commands)
     commands.group("secret", "secret references: which tools may receive a secret, never its value")
-    commands.subgroup("secret ref", "secret references", "subsubcommand")
+    commands.subgroup("secret ref", "secret references")
     p = commands.add("secret ref add", cmd_secret_ref_add, "record a secret reference and the tools that may "
                                                            "receive it (never a value)", "write")
     p.add_argument("ref", metavar="REF")
@@ -45,7 +45,7 @@ def register(commands: Commands) -> None:
 
 
 def _route_commands(commands: Commands) -> None:
-    commands.subgroup("route rule", "add or remove route rules", "subsubcommand")
+    commands.subgroup("route rule", "add or remove route rules")
     p = commands.add("route rule add", cmd_route_rule_add, "add a route rule", "write")
     p.add_argument("rule_id", metavar="RULE_ID")
     for flag, text in (("--deny-any-class", "deny a call to a tool with any of these classes"),
@@ -139,7 +139,7 @@ def cmd_node(ctx: Context) -> Reply:
         "pair": routing_commands.NodePair, "unpair": routing_commands.NodeUnpair,
         "ready": routing_commands.NodeReady, "unready": routing_commands.NodeUnready,
     }
-    return write(ctx, node_commands[ctx.args.subcommand])
+    return write(ctx, node_commands[command_words(ctx.args)[-1]])
 
 
 def cmd_node_capability(ctx: Context) -> Reply:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import UsageError
+from infra.cli.registry import WORD_DESTS, command_words
 from infra.context import Backend
 from infra.reply import Reply
 from infra.settings import Settings
@@ -58,7 +59,7 @@ def arguments(command: str, values: dict[str, Any]) -> argparse.Namespace:
     if unknown:
         raise UsageError(f"'{command}' has no option {', '.join(unknown)}", unknown=unknown)
     parser = _tree()[command][2]
-    words = dict(zip(("command", "subcommand", "subsubcommand"), command.split()))
+    words = dict(zip(WORD_DESTS, command.split()))
     given = {dest: value for dest, value in values.items() if value is not None}
     # --json: the command reports no progress and prints no notices (the reply still has its human form).
     defaults = {o.dest: copy.copy(o.default) for o in options.values()}  # (a list default is the parser's own)
@@ -68,8 +69,7 @@ def arguments(command: str, values: dict[str, Any]) -> argparse.Namespace:
 
 def command_of(args: argparse.Namespace) -> str:
     """The command a parsed command line names ("route rule add")."""
-    words = [getattr(args, level, None) for level in ("command", "subcommand", "subsubcommand")]
-    return " ".join(word for word in words if word)
+    return " ".join(command_words(args))
 
 
 def request_values(command: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from projections.rows import run
 
 log = logging.getLogger("toolcat.serve")
 T = TypeVar("T")
+# How often the check looks whether the server's catch-up at start has ended (polled: a stop cancels it).
+_STARTING_POLL_SECONDS = 0.1
 
 
 class DriftWatch:
@@ -73,6 +75,8 @@ class DriftWatch:
         self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
         self._started.set()
         try:
+            while not self.state.caught_up.is_set():  # the servers are read from the caught-up catalog
+                await asyncio.sleep(_STARTING_POLL_SECONDS)
             while True:
                 await self._follow_entries()
                 await asyncio.sleep(self.every)

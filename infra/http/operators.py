@@ -55,7 +55,7 @@ def _ready(request: Request) -> Response:
     state = server_of(request)
     head = state.store_head()
     position = state.position
-    caught_up = position >= head and state.failure is None
+    caught_up = position >= head and not state.catching_up() and state.failure is None
     # lag: the stored events not applied yet, so a probe or an operator sees how far catch-up has to go.
     return json_response({"ready": caught_up, "position": position, "store_head": head,
                           "lag": max(head - position, 0)},

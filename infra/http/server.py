@@ -1,5 +1,9 @@
 """Running `toolcat serve`: bind the socket, take the home's read model, record the address, serve until
-SIGTERM (or Ctrl-C), then drain in-flight requests, finish the current batch and leave nothing behind."""
+SIGTERM (or Ctrl-C), then drain in-flight requests, finish the current batch and leave nothing behind.
+
+Nothing between binding and serving waits for the catch-up with the store: it runs in the follower
+while the server answers (/v1/health 200, /v1/ready 503 with the lag, reads 503 with Retry-After);
+before, a connection made meanwhile waited in the listen queue until the catch-up was done."""
 from __future__ import annotations
 
 import gc
@@ -88,18 +92,20 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     # uvicorn raises the stopping signal again once it has shut down: by then it has done its work, so the
     # handlers it puts back (these) only note it, and the command finishes and exits 0.
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
-    state.on_caught_up.append(_freeze_heap)  # after the kept answers are warmed (create_app's)
+    # Once caught up (the follower runs these, after create_app's: the kept answers warmed): the first
+    # snapshot, the integrity checks (they compare with it), then the heap frozen. Until then the server
+    # answers probes, and refuses reads (503).
+    state.on_caught_up += [publisher.start, state.integrity.start, _freeze_heap]
     state.start()
     try:
-        publisher.start()
-        state.mcp_drift.start()
-        state.integrity.start()
+        state.mcp_drift.start()  # (its first look waits for the catch-up)
         record_address(settings.home, address)
         say(f"serving {settings.home} at {address.url} (from the {source}); OpenAPI at {address.url}/openapi.json")
         server.run(sockets=[sock])
     finally:
         forget_address(settings.home, address.pid)
         book.write_used()  # the uses of the last minute
+        state.stop_following()  # first: it may be starting what is stopped next (its caught-up hooks)
         publisher.stop()
         state.mcp_drift.stop()  # before the writer stops: a check may be waiting for it
         state.integrity.stop()

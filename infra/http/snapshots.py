@@ -1,4 +1,4 @@
-"""The server's side of `snapshot.duckdb` (infra/http/snapshot.py makes one): published once at start,
+"""The server's side of `snapshot.duckdb` (infra/http/snapshot.py makes one): published once caught up at start,
 then every TOOLCAT_SNAPSHOT_SECONDS when batches were applied meanwhile, and on request (`POST /v1/snapshot`, which
 `toolcat export` uses through `request_snapshot` when the snapshot it finds is stale)."""
 from __future__ import annotations
@@ -39,8 +39,12 @@ class SnapshotPublisher:
     def start(self) -> None:
         """Publish now, then, while batches are applied, at most every `snapshot_seconds`. A thread of its
         own rather than a hook after each batch: the last batch of a burst is published too, at most
-        `snapshot_seconds` later, even when no batch follows it."""
-        self.publish()
+        `snapshot_seconds` later, even when no batch follows it. A first publish that fails leaves the
+        next ones to try (the server runs this in its follower, once caught up at start)."""
+        try:
+            self.publish()
+        except Exception:
+            log.exception("publishing %s failed", snapshot_path(self.state.settings.home))
         self._thread = threading.Thread(target=self._every, name="toolcat-snapshots", daemon=True)
         self._thread.start()
 

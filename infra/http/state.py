@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from domain.catalog import Catalog
+from domain.errors import Unavailable
 from infra.freshness import Freshness, not_reached
 from infra.http.metrics import ServerMetrics
 from infra.http.writer import Writer
@@ -90,11 +91,12 @@ class ServerState:
         # Called by the follower with (position, the subjects whose set changed, None: any may have) after
         # a pass commits and before its position is announced.
         self.on_changes: list[Callable[[int, list[str] | None], None]] = []
-        # Called once caught up at start, before any read can be answered: by `start` when the read model
-        # already holds the store's head, else by the store follower after its first pass (the catch-up),
-        # before it announces the position that reads wait for.
+        # Called once caught up at start, by the follower after its first pass (the catch-up; nothing to
+        # apply when the read model already holds the store's head) and before it announces the position
+        # that reads wait for. The server listens meanwhile: probes answer, reads are refused (`_starting`).
         self.on_caught_up: list[Callable[[], None]] = []
         self._caught_up = False
+        self.caught_up = threading.Event()  # set once those have run
         self.mcp_drift: DriftWatch | None = None  # set by `serve`: the MCP drift check (mcp_drift.py)
         self.integrity: IntegrityWatch | None = None  # set by `serve`: the chain check (integrity.py)
         # Rows written to the read model beside the events (the gateway's decision log): a snapshot holding
@@ -105,19 +107,23 @@ class ServerState:
 
     # -- the follower ---------------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the writer and the follower and return at once: the catch-up runs in the follower."""
         self.writer.start()
-        if self.position >= self.store_head():
-            self._run_caught_up()
         self._thread = threading.Thread(target=self._follow, name="toolcat-follower", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Finish the current batch, then close everything."""
-        self.writer.stop()
+    def stop_following(self) -> None:
+        """Finish the current batch and stop following: once this returns, the caught-up hooks have run or
+        never will."""
         self.stopping.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
+
+    def stop(self) -> None:
+        """Finish the current batch, then close everything."""
+        self.writer.stop()
+        self.stop_following()
         with self._making:
             self._root.close()
             self.con.close()
@@ -158,13 +164,17 @@ class ServerState:
             self._announce(tracking, started[0])
             self._bound_wal(lambda: True)  # (whether more waits in the topic is the consumer's to know)
             started[0] = time.perf_counter()
+        self._run_caught_up()  # (a Kafka-fed server has no start-up catch-up: it serves what it applied)
         project_kafka(self.settings, True, 0.0, self.stopping.is_set, batch_applied, self.writer_cursor)
 
     def _run_caught_up(self) -> None:
-        if not self._caught_up:
-            self._caught_up = True
-            for ready in self.on_caught_up:
-                ready()
+        if not self._caught_up and not self.stopping.is_set():  # (stopped during the catch-up: nothing to start)
+            self._caught_up = True  # (once: a hook that failed is not run again when the follower retries)
+            try:
+                for ready in self.on_caught_up:
+                    ready()
+            finally:
+                self.caught_up.set()
 
     def _note_changes(self) -> None:
         """(After a store pass committed, before its changelog is published.) The subjects whose set the
@@ -262,10 +272,27 @@ class ServerState:
         oldest = self.catalog.history(after=position, limit=1)
         return behind, max(0.0, time.time() - oldest[0].state["timestamp"].timestamp()) if oldest else 0.0
 
+    def catching_up(self) -> bool:
+        """Whether the server is still in its first catch-up with the store (a Kafka-fed server never is)."""
+        return self.source == "store" and not self.caught_up.is_set()
+
+    def _starting(self, wanted: int) -> None:
+        """Refuse at once (503 with Retry-After) a read that needs more than is applied while the first
+        catch-up runs: it takes seconds on a long history, and a read held that long holds a thread and its
+        client's connection. Probes say how far it has to go (/v1/ready)."""
+        position = self.position
+        if position < wanted and self.catching_up():
+            head = self.store_head()
+            raise Unavailable(f"the server is starting: its read model is catching up with the store "
+                              f"({max(head - position, 0)} events to go); retry shortly",
+                              catching_up=True, position=position, store_head=head, lag=max(head - position, 0))
+
     def wait_for(self, wanted: int, timeout: float) -> None:
-        """Until the follower has applied `wanted`; Unavailable when the timeout passes first."""
+        """Until the follower has applied `wanted`; Unavailable when the timeout passes first, or at once
+        while the server is starting."""
         if self.position >= wanted:
             return
+        self._starting(wanted)
         self.nudge()
         deadline = time.monotonic() + timeout
         with self._applied:
@@ -279,7 +306,8 @@ class ServerState:
                            gone: Callable[[], Awaitable[bool]] | None = None) -> None:
         """(In the event loop) until the follower has applied `wanted`, holding no thread while it waits;
         Unavailable when the timeout passes first. `gone`: whether the client went away (checked every
-        second: then the wait ends at once, as Unavailable)."""
+        second: then the wait ends at once, as Unavailable). Refused at once while the server is starting."""
+        self._starting(wanted)
         deadline = time.monotonic() + timeout
         while self.position < wanted:
             waiter = self.batch_waiter()  # taken before looking again: a batch applied meanwhile sets it

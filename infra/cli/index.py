@@ -1,0 +1,42 @@
+"""What `toolcat` knows of its top-level commands without loading their modules (infra/cli/__init__.py):
+each one's line in `toolcat --help`, in its order, and the command modules (infra/cli/) that register it or
+commands under it. Written by `python -m infra.dev.cli_index`; do not edit."""
+from __future__ import annotations
+
+TOP_LEVEL: dict[str, tuple[str, tuple[str, ...]]] = {
+    'init': ("record the catalog's naming policy", ('catalog',)),
+    'release': ('publish releases (the clock of deprecation windows)', ('catalog',)),
+    'tool': ('register, rename, show and list tools', ('tools', 'routing', 'schemas')),
+    'resolve': ('resolve an ID or alias to its canonical ID', ('tools',)),
+    'alias': ('aliases, deprecation windows and the removal path', ('aliases',)),
+    'unit': ('units (nested groups of agents)', ('subjects',)),
+    'agent': ('agents, their state mode and allowlist', ('subjects',)),
+    'connector': ('connectors: a tool namespace bound to units', ('subjects',)),
+    'image': ("tools an agent's image declares", ('subjects',)),
+    'grant': ('explicit grants to a unit or agent', ('grants',)),
+    'effective': ("a subject's effective tool set", ('effective',)),
+    'explain': ('why a subject sees (or not) a tool', ('effective',)),
+    'sql': ('run one read-only query on the read model', ('sql',)),
+    'export': ('write the read model out as files other tools read', ('export',)),
+    'audit': ('check the history', ('audit', 'what_if')),
+    'project': ('bring the DuckDB read model up to date', ('pipelines',)),
+    'relay': ('publish stored events to Kafka toolcat.events', ('pipelines',)),
+    'watch': ("print a subject's effective-set changes from Kafka, as they happen", ('pipelines',)),
+    'rebuild': ('rebuild the read model from the store and swap it in, once it agrees with the hashes the old read model recorded and the seals (exit 5 otherwise)', ('pipelines',)),
+    'serve': ('own the read model and serve it over HTTP until stopped', ('serve',)),
+    'gateway': ("run the MCP gateway alone: --stdio for a desktop client (relays to the home's toolcat serve), --from kafka serves streamable HTTP fed by Kafka", ('serve',)),
+    'token': ('bearer tokens for the HTTP server', ('serve',)),
+    'dev-broker': ('run a local Kafka-compatible broker', ('dev',)),
+    'bench': ('measure the performance budget: a table of each figure against its target (--json: every figure in full)', ('dev',)),
+    'demo': ('build the example catalogs and walk through them', ('dev',)),
+    'route': ('route rules over tool classes and names, route decisions, node selection', ('tools', 'routing')),
+    'node': ('nodes that serve capability-backed tools', ('tools', 'routing')),
+    'secret': ('secret references: which tools may receive a secret, never its value', ('tools', 'routing')),
+    'plan': ('diff a manifest (YAML or TOML) against the catalog and hold the plan as a proposal', ('proposals',)),
+    'apply': ('apply a proposal by its id, re-validated at the head, in one write', ('proposals',)),
+    'proposal': ('proposals held by the catalog (toolcat plan)', ('proposals',)),
+    'who-can': ('every subject that could call a tool, with its provenance and exposure', ('who_can',)),
+    'workload': ('write the seeded benchmark history into an empty home', ('workload',)),
+    'catalog': ('catalog-wide settings: the schema compatibility mode', ('tools', 'schemas')),
+    'mcp': ('MCP servers: their entries, and syncing their tools into the catalog', ('mcp',)),
+}
