@@ -12,7 +12,7 @@ TOP_LEVEL: dict[str, tuple[str, tuple[str, ...]]] = {
     'unit': ('units (nested groups of agents)', ('subjects',)),
     'agent': ('agents, their state mode and allowlist', ('subjects',)),
     'connector': ('connectors: a tool namespace bound to units', ('subjects',)),
-    'image': ("tools an agent's image declares", ('subjects',)),
+    'image': ('tools the image an agent or a unit runs declares', ('subjects',)),
     'grant': ('explicit grants to a unit or agent', ('grants',)),
     'effective': ("a subject's effective tool set", ('effective',)),
     'explain': ('why a subject sees (or not) a tool', ('effective',)),

@@ -29,7 +29,7 @@ def register(commands: Commands) -> None:
     p.add_argument("--allow-tool", dest="allow_tools", action="append", required=True, metavar="ID",
                    help="a tool that may receive the secret (repeatable)")
     _refuse_unknown_arguments_unrepeated(p)
-    commands.subgroup("secret alias", "agent-scoped secret aliases", "subsubcommand")
+    commands.subgroup("secret alias", "agent-scoped secret aliases")
     p = commands.add("secret alias add", cmd_secret_alias_add, "give a secret reference an alias in one agent's "
                      "scope, with an optional operator-safe display name", "write")
     p.add_argument("subject", metavar="agent:NAME")
