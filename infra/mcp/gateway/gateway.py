@@ -24,6 +24,7 @@ import mcp_types as types
 
 from domain.errors import ToolcatError
 from infra.mcp.gateway.decisions import DecisionLog, decision
+from infra.mcp.gateway.metrics import GatewayMetrics
 from infra.mcp.gateway.source import (Descriptor, Directory, Resolution, SetSource, SubjectSet, listed, resolve,
                                       route)
 from infra.mcp.gateway.upstream import UpstreamPool, answer_size
@@ -61,8 +62,8 @@ class Caller:
 
 class Gateway:
     def __init__(self, source: SetSource, settings: Settings, decisions: DecisionLog,
-                 caller_of: Callable[[Any], Caller]) -> None:
-        self.source, self.settings, self.decisions = source, settings, decisions
+                 caller_of: Callable[[Any], Caller], metrics: GatewayMetrics | None = None) -> None:
+        self.source, self.settings, self.decisions, self.metrics = source, settings, decisions, metrics
         self._caller_of = caller_of
         self._callers: dict[str, Caller] = {}  # session key → caller (the sessions open now)
         self._sessions: weakref.WeakKeyDictionary[Any, Caller] = weakref.WeakKeyDictionary()
@@ -73,6 +74,8 @@ class Gateway:
             "The tools of your subject's effective set in the toolcat catalog; each call is decided and recorded."),
             on_list_tools=self._list_tools, on_call_tool=self._call_tool)
         self.server.middleware.append(self._attach)
+        if metrics is not None:
+            metrics.watch_sessions(lambda: self.open_sessions)
 
     @property
     def open_sessions(self) -> int:
@@ -315,7 +318,11 @@ class Gateway:
         return result
 
     def _decided(self, record: dict[str, Any], started: float, **fields: Any) -> None:
-        self.decisions.record(decision(**record, **fields, latency_ms=(time.perf_counter() - started) * 1000))
+        seconds = time.perf_counter() - started
+        self.decisions.record(decision(**record, **fields, latency_ms=seconds * 1000))
+        if self.metrics is not None:
+            self.metrics.decided(fields["allowed"], fields["reason"], seconds,
+                                 record.get("server") if fields["reason"] == "upstream_failed" else None)
 
 
 def _revoked() -> MCPError:
