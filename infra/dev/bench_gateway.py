@@ -272,20 +272,23 @@ async def list_changed_latencies(path: Endpoint, grant: Callable[[str], None], t
     """Grants of `tools` to the session's subject at `per_second` (8 threads calling `grant(tool)`), each
     timed from being sent until the first `list_changed` received after it whose following tools/list shows
     the tool. (A list started after a notice may show a write whose own notice is still on its way: that
-    write is counted from the earlier notice, at most one listing early.)"""
+    write is counted from the earlier notice, at most one listing early.) Beside it, as its baseline, each
+    write's time to its own answer (`write_answered`): the part spent before the server could tell anyone."""
     import anyio
     from infra.dev.bench_serve import _paced
     arrivals: list[float] = []
     sent: dict[str, float] = {}
     latencies: list[float] = []
+    answered: list[float] = []
     async with mcp_client(path, lambda: arrivals.append(time.perf_counter())) as session:
         attributed = {tool.name for tool in await listed(session)}
         finished: list[float] = []
 
         def writes() -> None:
             def one(index: int) -> None:
-                sent[tools[index]] = time.perf_counter()
+                sent[tools[index]] = started = time.perf_counter()
                 grant(tools[index])
+                answered.append((time.perf_counter() - started) * 1000)
             _paced(per_second, seconds, 8, one)
             finished.append(time.perf_counter())
 
@@ -312,7 +315,8 @@ async def list_changed_latencies(path: Endpoint, grant: Callable[[str], None], t
             await anyio.to_thread.run_sync(writes)
     return {"writes": len(sent), "seen": len(latencies), "notices": len(arrivals),
             "writes_per_s": rate(len(sent), finished[0] - min(sent.values())) if sent else 0.0,
-            **(percentiles(latencies) if latencies else {})}
+            **(percentiles(latencies) if latencies else {}),
+            "write_answered": percentiles(answered) if answered else {}}
 
 
 def toolcat_command(home: Path, *args: str, env: dict[str, str] | None = None) -> Any:
