@@ -61,10 +61,13 @@ class Endpoint:
 
 
 @contextmanager
-def echo_upstream(tools: int) -> Iterator[str]:
-    """The echo server with `tools` tools, in its own process; its URL while the block runs."""
+def echo_upstream(tools: int, pids: list[int] | None = None) -> Iterator[str]:
+    """The echo server with `tools` tools, in its own process; its URL while the block runs (its process ID
+    appended to `pids` when given)."""
     process = subprocess.Popen([sys.executable, "-m", "infra.dev.echo_mcp", "--port", "0", "--tools", str(tools)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if pids is not None:
+        pids.append(process.pid)
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -230,20 +233,29 @@ def cpu_seconds(pid: int) -> float:
     return times.user + times.system
 
 
-def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid: int | None = None
-                 ) -> dict[str, Any]:
-    """Latency and throughput through the gateway, each beside the direct path's of the same run; with
-    `gateway_pid`, the CPU time the gateway's process spent per call of the throughput run (steadier than
-    latency on a shared machine)."""
+def _cpu_ms_per_call(pid: int | None, run: Callable[[], float], seconds: float) -> tuple[float, float | None]:
+    """(calls/s of `run()`, the CPU milliseconds process `pid` spent per call meanwhile)."""
+    before = cpu_seconds(pid) if pid else 0.0
+    calls_per_s = run()
+    if not pid or not calls_per_s:
+        return calls_per_s, None
+    return calls_per_s, round((cpu_seconds(pid) - before) * 1000 / (calls_per_s * seconds), 2)
+
+
+def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid: int | None = None,
+                 upstream_pid: int | None = None) -> dict[str, Any]:
+    """Latency and throughput through the gateway, each beside the direct path's of the same run; with the
+    processes' IDs, the CPU time the gateway spent per call of the throughput run beside the echo server's
+    per direct call (steadier than latency on a shared machine; a call through the gateway is one server's
+    work and one client's)."""
     import anyio
     samples = anyio.run(call_latencies, {"direct": direct, "gateway": gateway}, sizes.calls)
     direct_calls = percentiles(samples["direct"])
     gateway_calls = percentiles(samples["gateway"])
-    direct_rate = anyio.run(throughput, direct, sizes.seconds)
-    cpu = cpu_seconds(gateway_pid) if gateway_pid else 0.0
-    gateway_rate = anyio.run(throughput, gateway, sizes.seconds)
-    cpu_ms = round((cpu_seconds(gateway_pid) - cpu) * 1000 / (gateway_rate * sizes.seconds), 2) \
-        if gateway_pid and gateway_rate else None
+    direct_rate, upstream_cpu_ms = _cpu_ms_per_call(upstream_pid, lambda: anyio.run(throughput, direct, sizes.seconds),
+                                                    sizes.seconds)
+    gateway_rate, cpu_ms = _cpu_ms_per_call(gateway_pid, lambda: anyio.run(throughput, gateway, sizes.seconds),
+                                            sizes.seconds)
     return {
         "call_latency": {"direct": direct_calls, "gateway": gateway_calls,
                          "added_median_ms": round(gateway_calls["median_ms"] - direct_calls["median_ms"], 3),
@@ -251,7 +263,7 @@ def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid:
         "throughput": {"sessions": SESSIONS, "seconds": sizes.seconds, "direct_calls_per_s": direct_rate,
                        "gateway_calls_per_s": gateway_rate,
                        "vs_direct": round(gateway_rate / direct_rate, 3) if direct_rate else None,
-                       "gateway_cpu_ms_per_call": cpu_ms}}
+                       "gateway_cpu_ms_per_call": cpu_ms, "upstream_cpu_ms_per_direct_call": upstream_cpu_ms}}
 
 
 def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes) -> dict[str, Any]:
@@ -395,7 +407,8 @@ class GatewayFigures:
 
     def run(self) -> dict[str, Any]:
         self.root.mkdir(parents=True, exist_ok=True)
-        with echo_upstream(self.sizes.tools) as url:
+        self.upstream_pids: list[int] = []
+        with echo_upstream(self.sizes.tools, self.upstream_pids) as url:
             direct = Endpoint(url, "echo")
             results: dict[str, Any] = {"upstream_tools": self.sizes.tools, "sessions": SESSIONS}
             self.say("bench: gateway through toolcat serve (/mcp)…")
@@ -454,7 +467,8 @@ class GatewayFigures:
         import anyio
         sizes = self.sizes
         gateway = Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {bench}"})
-        figures = {**call_figures(direct, gateway, sizes, gateway_pid), **list_figures(direct, gateway, sizes)}
+        figures = {**call_figures(direct, gateway, sizes, gateway_pid, self.upstream_pids[0]),
+                   **list_figures(direct, gateway, sizes)}
         local, clients = threading.local(), []
 
         def grant(tool: str) -> None:
