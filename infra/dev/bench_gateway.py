@@ -15,14 +15,21 @@ The gateway figures are measured through `toolcat serve` (`/mcp`) and, when a br
 (TOOLCAT_KAFKA_BOOTSTRAP), through `toolcat gateway --from kafka` fed by that server's changelog."""
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from infra.dev.measures import percentiles, rate
 
@@ -54,10 +61,13 @@ class Endpoint:
 
 
 @contextmanager
-def echo_upstream(tools: int) -> Iterator[str]:
-    """The echo server with `tools` tools, in its own process; its URL while the block runs."""
+def echo_upstream(tools: int, pids: list[int] | None = None) -> Iterator[str]:
+    """The echo server with `tools` tools, in its own process; its URL while the block runs (its process ID
+    appended to `pids` when given)."""
     process = subprocess.Popen([sys.executable, "-m", "infra.dev.echo_mcp", "--port", "0", "--tools", str(tools)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if pids is not None:
+        pids.append(process.pid)
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -94,7 +104,8 @@ async def listed(session: Any) -> list[Any]:
     """Every tool the session's server lists, page after page."""
     tools, cursor = [], None
     while True:
-        answer = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+        from mcp import types
+        answer = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
         tools += answer.tools
         cursor = answer.next_cursor
         if not cursor:
@@ -157,29 +168,235 @@ async def list_latencies(path: Endpoint, lists: int) -> tuple[int, list[float]]:
     return count, samples
 
 
-def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes) -> dict[str, Any]:
-    """Latency and throughput through the gateway, each beside the direct path's of the same run."""
+class LeanClient:
+    """A bare MCP client over streamable HTTP: JSON-RPC posted with httpx, the answer's SSE body read whole
+    and parsed with orjson, nothing validated. It times the server's tools/list: the SDK's client, given a
+    1,000-tool listing, parses the message, serializes it again and validates it into models (≈ 0.2 s of
+    its CPU per listing here, cProfile), which is the client's cost, not the server's."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        from mcp_types import LATEST_PROTOCOL_VERSION
+        self.http = httpx.Client(headers={**endpoint.headers, "Accept": "application/json, text/event-stream"},
+                                 timeout=60)
+        self.url, self._id = endpoint.url, 0
+        initialized = self.post("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                               "clientInfo": {"name": "toolcat-bench", "version": "1"}})
+        self.http.headers["mcp-protocol-version"] = initialized["protocolVersion"]  # the one agreed
+        self.http.post(self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}).raise_for_status()
+
+    def post(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        import orjson
+        self._id += 1
+        answer = self.http.post(self.url, json={"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
+        answer.raise_for_status()
+        if "mcp-session-id" in answer.headers:
+            self.http.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+        body = answer.content
+        if answer.headers.get("content-type", "").startswith("text/event-stream"):
+            body = next(line[5:] for line in reversed(body.splitlines()) if line.startswith(b"data:"))
+        message = orjson.loads(body)
+        if "error" in message:
+            raise RuntimeError(f"{method} failed: {message['error']}")
+        return message["result"]  # type: ignore[no-any-return]
+
+    def listed(self) -> int:
+        """How many tools the server lists, page after page."""
+        count, params = 0, {}
+        while True:
+            page = self.post("tools/list", params)
+            count += len(page["tools"])
+            if not page.get("nextCursor"):
+                return count
+            params = {"cursor": page["nextCursor"]}
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def lean_list_latencies(path: Endpoint, lists: int) -> tuple[int, list[float]]:
+    client = LeanClient(path)
+    try:
+        count, samples = client.listed(), []
+        for _ in range(lists):
+            started = time.perf_counter()
+            client.listed()
+            samples.append((time.perf_counter() - started) * 1000)
+        return count, samples
+    finally:
+        client.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system, every thread) process `pid` has used so far."""
+    import psutil
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def _cpu_ms_per_call(pid: int | None, run: Callable[[], float], seconds: float) -> tuple[float, float | None]:
+    """(calls/s of `run()`, the CPU milliseconds process `pid` spent per call meanwhile)."""
+    before = cpu_seconds(pid) if pid else 0.0
+    calls_per_s = run()
+    if not pid or not calls_per_s:
+        return calls_per_s, None
+    return calls_per_s, round((cpu_seconds(pid) - before) * 1000 / (calls_per_s * seconds), 2)
+
+
+def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid: int | None = None,
+                 upstream_pid: int | None = None) -> dict[str, Any]:
+    """Latency and throughput through the gateway, each beside the direct path's of the same run; with the
+    processes' IDs, the CPU time the gateway spent per call of the throughput run beside the echo server's
+    per direct call (steadier than latency on a shared machine; a call through the gateway is one server's
+    work and one client's)."""
     import anyio
     samples = anyio.run(call_latencies, {"direct": direct, "gateway": gateway}, sizes.calls)
     direct_calls = percentiles(samples["direct"])
     gateway_calls = percentiles(samples["gateway"])
-    direct_rate = anyio.run(throughput, direct, sizes.seconds)
-    gateway_rate = anyio.run(throughput, gateway, sizes.seconds)
+    direct_rate, upstream_cpu_ms = _cpu_ms_per_call(upstream_pid, lambda: anyio.run(throughput, direct, sizes.seconds),
+                                                    sizes.seconds)
+    gateway_rate, cpu_ms = _cpu_ms_per_call(gateway_pid, lambda: anyio.run(throughput, gateway, sizes.seconds),
+                                            sizes.seconds)
     return {
         "call_latency": {"direct": direct_calls, "gateway": gateway_calls,
                          "added_median_ms": round(gateway_calls["median_ms"] - direct_calls["median_ms"], 3),
                          "added_p99_ms": round(gateway_calls["p99_ms"] - direct_calls["p99_ms"], 3)},
         "throughput": {"sessions": SESSIONS, "seconds": sizes.seconds, "direct_calls_per_s": direct_rate,
                        "gateway_calls_per_s": gateway_rate,
-                       "vs_direct": round(gateway_rate / direct_rate, 3) if direct_rate else None}}
+                       "vs_direct": round(gateway_rate / direct_rate, 3) if direct_rate else None,
+                       "gateway_cpu_ms_per_call": cpu_ms, "upstream_cpu_ms_per_direct_call": upstream_cpu_ms}}
 
 
 def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes) -> dict[str, Any]:
+    """tools/list of the whole set, direct and through the gateway: with the lean client (the servers'
+    time: the budget's figure) and with the SDK's client (what an agent on the SDK waits, its own parsing
+    and validation included)."""
     import anyio
-    direct_count, direct_samples = anyio.run(list_latencies, direct, sizes.lists)
-    gateway_count, gateway_samples = anyio.run(list_latencies, gateway, sizes.lists)
-    return {"tools_list": {"direct": {"tools": direct_count, **percentiles(direct_samples)},
-                           "gateway": {"tools": gateway_count, **percentiles(gateway_samples)}}}
+    figures: dict[str, Any] = {}
+    for name, path in (("direct", direct), ("gateway", gateway)):
+        count, lean = lean_list_latencies(path, sizes.lists)
+        _, sdk = anyio.run(list_latencies, path, max(3, sizes.lists // 10))
+        figures[name] = {"tools": count, **percentiles(lean), "sdk_client": percentiles(sdk)}
+    return {"tools_list": figures}
+
+
+async def list_changed_latencies(path: Endpoint, grant: Callable[[str], None], tools: list[str],
+                                 per_second: int, seconds: float) -> dict[str, Any]:
+    """Grants of `tools` to the session's subject at `per_second` (8 threads calling `grant(tool)`), each
+    timed from being sent until the first `list_changed` received after it whose following tools/list shows
+    the tool. (A list started after a notice may show a write whose own notice is still on its way: that
+    write is counted from the earlier notice, at most one listing early.) Beside it, as its baseline, each
+    write's time to its own answer (`write_answered`): the part spent before the server could tell anyone."""
+    import anyio
+    from infra.dev.bench_serve import _paced
+    arrivals: list[float] = []
+    sent: dict[str, float] = {}
+    latencies: list[float] = []
+    answered: list[float] = []
+    async with mcp_client(path, lambda: arrivals.append(time.perf_counter())) as session:
+        attributed = {tool.name for tool in await listed(session)}
+        finished: list[float] = []
+
+        def writes() -> None:
+            def one(index: int) -> None:
+                sent[tools[index]] = started = time.perf_counter()
+                grant(tools[index])
+                answered.append((time.perf_counter() - started) * 1000)
+            _paced(per_second, seconds, 8, one)
+            finished.append(time.perf_counter())
+
+        async def follow() -> None:
+            followed = 0
+            while not finished or len(attributed & sent.keys()) < len(sent):
+                if finished and time.perf_counter() - finished[0] > 30:
+                    return
+                if len(arrivals) == followed:
+                    await anyio.sleep(0.001)
+                    continue
+                followed = len(arrivals)
+                notices = arrivals[:followed]
+                for tool in await listed(session):
+                    name = tool.name
+                    if name in attributed or name not in sent:
+                        continue
+                    notice = next((at for at in notices if at >= sent[name]), None)
+                    if notice is not None:  # else its own notice is yet to come: counted from that one
+                        attributed.add(name)
+                        latencies.append((notice - sent[name]) * 1000)
+        async with anyio.create_task_group() as group:
+            group.start_soon(follow)
+            await anyio.to_thread.run_sync(writes)
+    return {"writes": len(sent), "seen": len(latencies), "notices": len(arrivals),
+            "writes_per_s": rate(len(sent), finished[0] - min(sent.values())) if sent else 0.0,
+            **(percentiles(latencies) if latencies else {}),
+            "write_answered": percentiles(answered) if answered else {}}
+
+
+def toolcat_command(home: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    """`toolcat ARGS --json` on `home`, in a child process; its JSON answer (it must succeed)."""
+    from infra.settings import child_environment
+    done = subprocess.run([sys.executable, "-m", "infra.cli", "--home", str(home), *args, "--json"],
+                          capture_output=True, text=True, env=child_environment(**(env or {})))
+    if done.returncode != 0:
+        raise RuntimeError(f"toolcat {' '.join(args)} failed ({done.returncode}): {done.stderr[-1000:]}")
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def given_a_catalog(home: Path, upstream: str, env: dict[str, str] | None = None) -> list[str]:
+    """The echo server synced into `home`'s catalog, agent:bench granted all its tools, agent:listener none
+    yet; the canonical IDs of the echo tools other than `echo` (what the list_changed writes grant)."""
+    for args in (("mcp", "server", "add", "echo", "--url", upstream), ("mcp", "sync", "echo", "--apply"),
+                 ("unit", "create", "bench"), ("agent", "create", "bench", "--unit", "bench"),
+                 ("agent", "create", "listener", "--unit", "bench"), ("grant", "add", "agent:bench", "mcp.echo.*"),
+                 ("grant", "add", "agent:listener", "mcp.echo.echo")):
+        toolcat_command(home, *args, env=env)
+    return [row["canonical_id"] for row in toolcat_command(
+        home, "sql", "SELECT canonical_id FROM tools WHERE canonical_id LIKE 'mcp.echo.echo-%' ORDER BY 1", env=env)]
+
+
+@contextmanager
+def child(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A toolcat child process (its stderr to `log`), stopped with SIGTERM at the end of the block."""
+    from infra.settings import child_environment
+    with open(log, "ab") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "infra.cli", *args], stdout=subprocess.DEVNULL,
+                                   stderr=stderr, env=child_environment(**env))
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], what: str, log: Path,
+               seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        with contextlib.suppress(httpx.TransportError):
+            if ready():
+                return
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start: {log.read_text()[-2000:] if log.exists() else ''}")
+        time.sleep(0.2)
+
+
+@contextmanager
+def served(home: Path, env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """`toolcat serve` on `home`: its base URL once it has caught up, and its process ID."""
+    from infra.http.address import read_address
+    log = home.parent / f"{home.name}-serve.log"
+    with child(["--home", str(home), "serve", "--port", "0"], env, log) as process:
+        def ready() -> bool:
+            address = read_address(home)
+            return address is not None and address.pid == process.pid and \
+                httpx.get(address.url + "/v1/ready").status_code == 200
+        wait_until(ready, process, "toolcat serve", log)
+        address = read_address(home)
+        assert address is not None
+        yield address.url, process.pid
 
 
 class GatewayFigures:
@@ -189,14 +406,83 @@ class GatewayFigures:
         self.kafka_bootstrap = kafka_bootstrap
 
     def run(self) -> dict[str, Any]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.upstream_pids: list[int] = []
+        with echo_upstream(self.sizes.tools, self.upstream_pids) as url:
+            direct = Endpoint(url, "echo")
+            results: dict[str, Any] = {"upstream_tools": self.sizes.tools, "sessions": SESSIONS}
+            self.say("bench: gateway through toolcat serve (/mcp)…")
+            results["serve"] = self._through_serve(direct)
+            self.say("bench: gateway through gateway --from kafka…")
+            results["kafka"] = self._through_kafka(direct)
+        return results
+
+    def _through_serve(self, direct: Endpoint) -> dict[str, Any]:
+        from infra.http.auth import create_token
+        home = self.root / "serve"
+        tools = given_a_catalog(home, direct.url)
+        bench, listener = (create_token(home, name, ["call"], subject=f"agent:{name}") for name in ("bench", "listener"))
+        admin = create_token(home, "admin", ["read", "write"])
+        with served(home, {}) as (base, pid):
+            return self._figures(direct, base + "/mcp", bench, listener, base, admin, tools, pid)
+
+    def _through_kafka(self, direct: Endpoint) -> dict[str, Any]:
+        """The same figures through `toolcat gateway --from kafka`: a `toolcat serve` with Kafka on publishes
+        the changelog, `toolcat relay --follow` the events, and the gateway, in a home of its own holding
+        only its tokens, is fed by both."""
+        from infra.dev.broker import DevBroker, free_port
+        from infra.http.auth import create_token
+        broker = None if self.kafka_bootstrap else DevBroker(log=self.root / "broker.log").start()
+        try:
+            suffix = f"{os.getpid()}"
+            env = {"kafka_bootstrap": self.kafka_bootstrap or broker.bootstrap,  # type: ignore[union-attr]
+                   "kafka_events_topic": f"bench.gateway.{suffix}",
+                   "kafka_effective_topic": f"bench.gateway.effective.{suffix}",
+                   "kafka_dlq_topic": f"bench.gateway.dlq.{suffix}", "kafka_group_id": f"bench-gateway-{suffix}"}
+            home, gateway_home = self.root / "kafka", self.root / "kafka-gateway"
+            tools = given_a_catalog(home, direct.url, env)
+            toolcat_command(home, "relay", env=env)
+            toolcat_command(home, "project", env=env)  # the changelog of every subject so far
+            admin = create_token(home, "admin", ["read", "write"])
+            bench, listener = (create_token(gateway_home, name, ["call"], subject=f"agent:{name}")
+                               for name in ("bench", "listener"))
+            port = free_port()
+            gateway_log = self.root / "kafka-gateway.log"
+            with served(home, env) as (base, _), \
+                    child(["--home", str(home), "relay", "--follow"], env, self.root / "kafka-relay.log"), \
+                    child(["--home", str(gateway_home), "gateway", "--from", "kafka", "--port", str(port)], env,
+                          gateway_log) as gateway:
+                gateway_url = f"http://127.0.0.1:{port}"
+                wait_until(lambda: httpx.get(gateway_url + "/v1/health").status_code == 200, gateway,
+                           "toolcat gateway --from kafka", gateway_log)
+                return self._figures(direct, gateway_url + "/mcp", bench, listener, base, admin, tools, gateway.pid)
+        finally:
+            if broker is not None:
+                broker.stop()
+
+    def _figures(self, direct: Endpoint, mcp_url: str, bench: str, listener: str, base: str, admin: str,
+                 tools: list[str], gateway_pid: int) -> dict[str, Any]:
+        """Each figure of the issue's budget through the gateway at `mcp_url` (its process `gateway_pid`),
+        beside the direct path's; list_changed from grants written to the server at `base`."""
         import anyio
         sizes = self.sizes
-        with echo_upstream(sizes.tools) as url:
-            direct = Endpoint(url, "echo")
-            samples = anyio.run(call_latencies, {"direct": direct}, sizes.calls)["direct"]
-            count, lists = anyio.run(list_latencies, direct, sizes.lists)
-            return {"upstream_tools": sizes.tools,
-                    "direct": {"call_latency": percentiles(samples),
-                               "calls_per_s": anyio.run(throughput, direct, sizes.seconds),
-                               "sessions": SESSIONS,
-                               "tools_list": {"tools": count, **percentiles(lists)}}}
+        gateway = Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {bench}"})
+        figures = {**call_figures(direct, gateway, sizes, gateway_pid, self.upstream_pids[0]),
+                   **list_figures(direct, gateway, sizes)}
+        local, clients = threading.local(), []
+
+        def grant(tool: str) -> None:
+            if not hasattr(local, "client"):  # one client per writing thread, kept open
+                local.client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin}"}, timeout=60)
+                clients.append(local.client)
+            local.client.post("/v1/grant/add", json={"subject": "agent:listener", "target": tool}).raise_for_status()
+        # as many writes as the rate and time ask, and the echo server has tools to grant
+        seconds = min(sizes.seconds, len(tools) / sizes.writes_per_s)
+        try:
+            figures["list_changed"] = anyio.run(
+                list_changed_latencies, Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {listener}"}),
+                grant, tools[:int(sizes.writes_per_s * seconds)], sizes.writes_per_s, seconds)
+        finally:
+            for client in clients:
+                client.close()
+        return figures

@@ -49,8 +49,11 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     app = echo_server(max(1, options.tools)).streamable_http_app()
     # The socket is bound here so that --port 0 can say which port it got before serving.
-    listening = socket.socket()
+    # A TCP socket said to be one (as infra/http/server.bind makes it): asyncio turns Nagle's algorithm off
+    # only then, and a kept connection's answers would otherwise wait 40 ms for the client's delayed ACK.
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listening.bind(("127.0.0.1", options.port))
     listening.listen(128)  # connections wait in the backlog until uvicorn serves
     port = listening.getsockname()[1]

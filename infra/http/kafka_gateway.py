@@ -8,7 +8,7 @@ load balancer. Tokens are the home's token file (digests only), shared by the re
 read model. Decisions go to Kafka `toolcat.decisions` (there is no table here to hold them).
 
 Besides `/mcp` it answers `GET /v1/health` (the position its directory reached, its open sessions) for a
-load balancer's checks."""
+load balancer's checks, and `GET /metrics` (the gateway's calls, latency, sessions and upstream errors)."""
 from __future__ import annotations
 
 import contextlib
@@ -18,10 +18,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from domain.errors import UsageError
@@ -33,6 +34,7 @@ from infra.http.server import bind
 from infra.mcp.gateway.decisions import DecisionLog, as_message
 from infra.mcp.gateway.gateway import Gateway
 from infra.mcp.gateway.kafka_sets import KafkaFeed, KafkaSets
+from infra.mcp.gateway.metrics import GatewayMetrics
 from infra.settings import Settings
 
 # How long start-up waits to read both topics' history before it gives up (exit 6).
@@ -46,7 +48,8 @@ class KafkaMcpEndpoint(McpEndpoint):
     def __init__(self, sets: KafkaSets, settings: Settings, tokens: TokenBook) -> None:
         self.tokens, self.sets = tokens, sets
         self.decisions = DecisionLog(None, _publisher(settings))
-        self.gateway = Gateway(sets, settings, self.decisions, self._caller_of)
+        self.registry = CollectorRegistry()  # what its /metrics shows
+        self.gateway = Gateway(sets, settings, self.decisions, self._caller_of, GatewayMetrics(self.registry))
         self.manager = StreamableHTTPSessionManager(app=self.gateway.server, session_idle_timeout=30 * 60)
 
 
@@ -64,7 +67,9 @@ def create_gateway_app(endpoint: KafkaMcpEndpoint, sets: KafkaSets) -> Starlette
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "source": "kafka", "position": sets.position,
                              "sessions": endpoint.gateway.open_sessions})
-    return Starlette(routes=[Route("/v1/health", health, methods=["GET"]),
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(endpoint.registry), media_type=CONTENT_TYPE_LATEST)
+    return Starlette(routes=[Route("/v1/health", health, methods=["GET"]), Route("/metrics", metrics, methods=["GET"]),
                              Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"])], lifespan=lifespan)
 
 

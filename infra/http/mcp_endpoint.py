@@ -24,6 +24,7 @@ from infra.http.problems import Forbidden, Unauthenticated, problem
 from infra.http.state import ServerState
 from infra.mcp.gateway.decisions import DecisionLog, kafka_publisher
 from infra.mcp.gateway.gateway import Caller, Gateway
+from infra.mcp.gateway.metrics import GatewayMetrics
 from infra.mcp.gateway.read_model import ReadModelSets
 
 SESSION_HEADER = "mcp-session-id"
@@ -47,7 +48,8 @@ class McpEndpoint:
         state.on_changes.append(self.sets.changed)
         self.decisions = DecisionLog(state.writer_cursor, kafka_publisher(state.settings))
         state.side_writes = lambda: self.decisions.written  # snapshots (user SQL) hold the decisions too
-        self.gateway = Gateway(self.sets, state.settings, self.decisions, self._caller_of)
+        self.gateway = Gateway(self.sets, state.settings, self.decisions, self._caller_of,
+                               GatewayMetrics(state.metrics.registry))
         self.manager = StreamableHTTPSessionManager(app=self.gateway.server, session_idle_timeout=30 * 60)
 
     @contextlib.asynccontextmanager

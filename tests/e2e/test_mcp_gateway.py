@@ -335,6 +335,46 @@ def test_bad_upstreams_give_an_error_naming_the_server_and_the_gateway_stays_up(
     assert gateway.admin.get("/v1/health").status_code == 200
 
 
+def _scraped(gateway: Gateway) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The server's /metrics: (sample name, its labels) → value, for the gateway's samples."""
+    from prometheus_client.parser import text_string_to_metric_families
+    answer = gateway.admin.get("/metrics")
+    assert answer.status_code == 200, answer.text
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(answer.text) if family.name.startswith("toolcat_gateway")
+            for sample in family.samples}
+
+
+def test_operators_scrape_the_gateways_calls_latency_sessions_and_upstream_errors(gateway: Gateway) -> None:
+    # Given what the server's /metrics said before
+    before = _scraped(gateway)
+
+    async def story() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        async with agent(gateway.url, gateway.tokens["triage-bot"]) as triage:
+            # When an agent makes a call that is forwarded, one outside its set, and one whose server is down
+            assert (await triage.session.call_tool("mcp.flaky.echo", {"message": "counted"})).content[0].text == \
+                "counted"
+            assert (await triage.refused("mcp.time.convert_time")).data["reason"] == "not_in_set"
+            assert (await triage.refused("mcp.gone.echo", {"message": "x"})).data["reason"] == "upstream_failed"
+            return _scraped(gateway)  # while its session is open
+    during = anyio.run(story)
+
+    def added(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return during.get(key, 0.0) - before.get(key, 0.0)
+    # Then each decision is counted under its decision and reason code (a failed upstream call was allowed)
+    assert added("toolcat_gateway_calls_total", decision="allowed", reason="in_set") == 1
+    assert added("toolcat_gateway_calls_total", decision="denied", reason="not_in_set") == 1
+    assert added("toolcat_gateway_calls_total", decision="allowed", reason="upstream_failed") == 1
+    # and timed, the failure counted against the server that failed
+    assert added("toolcat_gateway_call_duration_seconds_count", decision="allowed") == 2
+    assert added("toolcat_gateway_call_duration_seconds_count", decision="denied") == 1
+    assert added("toolcat_gateway_upstream_errors_total", server="gone") == 1
+    assert added("toolcat_gateway_upstream_errors_total", server="flaky") == 0
+    # and the agent's session is among those open
+    assert during[("toolcat_gateway_open_sessions", ())] >= 1
+
+
 def test_a_revoked_tokens_session_ends(gateway: Gateway) -> None:
     from infra.http.auth import revoke_token
     home = gateway.served.home

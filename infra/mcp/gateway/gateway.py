@@ -25,6 +25,7 @@ import mcp_types as types
 from domain.errors import ToolcatError
 from infra.mcp.gateway.decisions import DecisionLog, decision
 from infra.mcp.gateway.listen import Listeners, Listening
+from infra.mcp.gateway.metrics import GatewayMetrics
 from infra.mcp.gateway.source import (Descriptor, Directory, Resolution, SetSource, SubjectSet, listed, resolve,
                                       route)
 from infra.mcp.gateway.upstream import UpstreamPool, answer_size
@@ -52,20 +53,23 @@ class Caller:
     still_valid: Callable[[], bool] = lambda: True
     end: Callable[[], Awaitable[None]] | None = None
     session: Any = None  # mcp.server.session.ServerSession, once a request showed it
-    called: list[Descriptor] = field(default_factory=list)  # the tools called so far (route rules' "after")
+    # The tools called so far (route rules' "after"), each once, in the order first called: a rule is armed
+    # by the first earlier call that matches, so repeats change no decision; kept as a list they made
+    # every call of a long session slower than the one before.
+    called: dict[tuple[str, tuple[str, ...]], Descriptor] = field(default_factory=dict)
     seen: tuple[str, ...] | None = None  # the set it was last listed or told of
     ended: bool = False
 
 
 class Gateway:
     def __init__(self, source: SetSource, settings: Settings, decisions: DecisionLog,
-                 caller_of: Callable[[Any], Caller]) -> None:
-        self.source, self.settings, self.decisions = source, settings, decisions
+                 caller_of: Callable[[Any], Caller], metrics: GatewayMetrics | None = None) -> None:
+        self.source, self.settings, self.decisions, self.metrics = source, settings, decisions, metrics
         self._caller_of = caller_of
         self._callers: dict[str, Caller] = {}  # session key → caller (the sessions open now)
         self._sessions: weakref.WeakKeyDictionary[Any, Caller] = weakref.WeakKeyDictionary()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._listed: dict[str, tuple[SubjectSet, Directory, list[types.Tool]]] = {}
+        self._listed: dict[str, tuple[SubjectSet, Directory, list[dict[str, Any]]]] = {}
         self.pool: UpstreamPool | None = None
         self.listeners = Listeners(self)  # the 2026-07-28 protocol's listen streams (no sessions there)
         self.server: Server[Any] = Server("toolcat", version="1", instructions=(
@@ -73,6 +77,8 @@ class Gateway:
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_subscriptions_listen=self.listeners.serve)
         self.server.middleware.append(self._attach)
+        if metrics is not None:
+            metrics.watch_sessions(lambda: self.open_sessions)
 
     @property
     def open_sessions(self) -> int:
@@ -207,17 +213,22 @@ class Gateway:
         start = _offset(params.cursor if params is not None else None)
         page = tools[start:start + self.settings.gateway_page_size]
         following = start + len(page)
-        return types.ListToolsResult(tools=page,
-                                     next_cursor=_cursor(following) if following < len(tools) else None,
-                                     meta={"toolcat/position": subject_set.position})
+        # The page as its wire form (the SDK validates a result whatever it is given: a dict spares it the
+        # dump of 1,000 models it would otherwise make first, a sixth of a large listing's time).
+        listing: dict[str, Any] = {"tools": page, "_meta": {"toolcat/position": subject_set.position}}
+        if following < len(tools):
+            listing["nextCursor"] = _cursor(following)
+        return listing  # type: ignore[return-value]
 
-    def _listing(self, subject_set: SubjectSet, directory: Directory) -> list[types.Tool]:
+    def _listing(self, subject_set: SubjectSet, directory: Directory) -> list[dict[str, Any]]:
         """The subject's listing, built once per (set, directory): both are replaced, never changed, when a
-        batch changes them, so the same pair lists the same tools (a 1,000-tool set is 1,000 models)."""
+        batch changes them, so the same pair lists the same tools (a 1,000-tool set is 1,000 models), kept
+        in their wire form."""
         kept = self._listed.get(subject_set.subject)
         if kept is not None and kept[0] is subject_set and kept[1] is directory:
             return kept[2]
-        tools = [_listed(tool) for tool in listed(directory, subject_set)]
+        tools = [_listed(tool).model_dump(by_alias=True, mode="json", exclude_none=True)
+                 for tool in listed(directory, subject_set)]
         if len(self._listed) >= LISTINGS_KEPT:
             self._listed.clear()
         self._listed[subject_set.subject] = (subject_set, directory, tools)
@@ -251,14 +262,14 @@ class Gateway:
             raise MCPError(REFUSED, _refusal(resolution), _error_data(resolution))
         tool = resolution.tool
         assert tool is not None and tool.backing_server is not None and tool.upstream_name is not None
-        decided = route(directory, scopes, tool, caller.called)
+        decided = route(directory, scopes, tool, caller.called.values())
         evidence = {**decided, **_alias_evidence(resolution)}
         if decided["decision"] == "deny":
             self._decided(record, started, allowed=False, reason=decided["reason_code"],
                           matched_rule=decided["matched_route_rule_id"], evidence=evidence)
             raise MCPError(REFUSED, f"'{asked}' is denied by route rule '{decided['matched_route_rule_id']}'",
                            {**_error_data(resolution), "reason": decided["reason_code"], "route": decided})
-        caller.called.append(tool)
+        caller.called.setdefault((tool.tool_key, tool.classes), tool)
         server = tool.backing_server
         try:
             result = await self._forward(ctx, server, directory.servers[server], tool.upstream_name,
@@ -311,7 +322,11 @@ class Gateway:
         return result
 
     def _decided(self, record: dict[str, Any], started: float, **fields: Any) -> None:
-        self.decisions.record(decision(**record, **fields, latency_ms=(time.perf_counter() - started) * 1000))
+        seconds = time.perf_counter() - started
+        self.decisions.record(decision(**record, **fields, latency_ms=seconds * 1000))
+        if self.metrics is not None:
+            self.metrics.decided(fields["allowed"], fields["reason"], seconds,
+                                 record.get("server") if fields["reason"] == "upstream_failed" else None)
 
 
 def _revoked() -> MCPError:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -92,7 +92,13 @@ class Descriptor:
         return self.visibility == "public"
 
     def facts(self) -> ToolFacts:
-        return ToolFacts(tool_key=self.tool_key, canonical_id=self.tool_id, classes=list(self.classes))
+        """The route rules' view of it, built once (a descriptor is never changed, only replaced): every
+        call decides over the facts of the tools its session called before."""
+        found = self.__dict__.get("_facts")
+        if found is None:
+            found = ToolFacts(tool_key=self.tool_key, canonical_id=self.tool_id, classes=list(self.classes))
+            object.__setattr__(self, "_facts", found)
+        return found
 
     def annotations(self) -> dict[str, Any]:
         """MCP annotations: the server's own (title, idempotent, open world), with the read-only and
@@ -211,7 +217,7 @@ def listed(directory: Directory, subject_set: SubjectSet) -> list[Descriptor]:
     return [tool for tool in found if tool is not None and tool.listable]
 
 
-def route(directory: Directory, scopes: set[str], tool: Descriptor, earlier: list[Descriptor]) -> dict[str, Any]:
+def route(directory: Directory, scopes: set[str], tool: Descriptor, earlier: Iterable[Descriptor]) -> dict[str, Any]:
     """The route decision (ADR-027) with the evidence `toolcat route check` gives: `decision`,
     `reason_code`, `matched_route_rule_id`, `matched_tool_name`, `matched_tool_classes`, `after_tool_name`."""
     return decide(tool.facts(), [t.facts() for t in earlier], directory.rules, scopes)
