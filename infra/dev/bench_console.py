@@ -39,7 +39,7 @@ def pages(largest: str, typical: str, tool: str, head: int) -> dict[str, str]:
         "subject changes, whole history, typical": f"{subject(typical)}?from=0&to={head}",
         "why (explain) now, typical": f"{subject(typical)}/tools/{quote(tool, safe='')}",
         "deprecations": "/deprecations",
-        "mcp": "/mcp",
+        "mcp": "/mcp-servers",
         "gateway denials": "/gateway/denials",
     }
 

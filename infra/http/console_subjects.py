@@ -265,7 +265,8 @@ def console_subjects_router(reader: Reader, *dependencies: Any,
     def deprecations_page(request: Request) -> HTMLResponse:
         return page(request, "deprecations.html", deprecations_at)
 
-    @router.get("/mcp", response_class=HTMLResponse)
+    # (not /mcp: that is the MCP endpoint, whose GET is the stream of server notifications)
+    @router.get("/mcp-servers", response_class=HTMLResponse)
     def mcp_page(request: Request) -> HTMLResponse:
         return page(request, "mcp.html", lambda con: mcp_view(con, mcp_drift()))
 

@@ -140,14 +140,14 @@ def test_the_deprecations_say_what_was_done_and_that_nothing_names_a_migrated_al
 
 
 def test_the_mcp_and_gateway_pages_say_when_there_is_nothing(served: Served) -> None:
-    assert "No MCP server registered" in page(served, "/mcp").one("table", id="mcp-servers").text()
+    assert "No MCP server registered" in page(served, "/mcp-servers").one("table", id="mcp-servers").text()
     assert "No call refused" in page(served, "/gateway/denials").one("table", id="denials").text()
 
 
 def test_every_page_header_shows_the_chain_check(served: Served) -> None:
     health = wait_for_integrity(served, "verified")
     assert health["status"] == "ok" and health["integrity"]["events"] == health["position"]
-    for path in ("/", TRIAGE, "/deprecations", "/mcp", "/gateway/denials", f"{TRIAGE}/tools/grep"):
+    for path in ("/", TRIAGE, "/deprecations", "/mcp-servers", "/gateway/denials", f"{TRIAGE}/tools/grep"):
         header = page(served, path).one(id="integrity")
         assert header.attrs["data-verdict"] == "verified"
         assert f"chain of {health['position']} events" in header.text()

@@ -210,7 +210,7 @@ def test_an_agent_lists_calls_loses_its_grant_is_told_and_refused_and_all_is_on_
     assert len(shown) == 1 and "agent:triage" in shown[0] and "not_in_set" in shown[0] and "triage-bot" in shown[0]
     # and its MCP servers page lists each server with its last sync
     servers = {row.attrs["data-server"]: row.text()
-               for row in parse_dom(gateway.admin.get("/mcp").text).all("tr", class_="mcp-server")}
+               for row in parse_dom(gateway.admin.get("/mcp-servers").text).all("tr", class_="mcp-server")}
     assert {"time", "flaky", "gone"} <= set(servers) and "never synced" not in servers["time"]
 
 

@@ -215,7 +215,10 @@ class Gateway:
         following = start + len(page)
         # The page as its wire form (the SDK validates a result whatever it is given: a dict spares it the
         # dump of 1,000 models it would otherwise make first, a sixth of a large listing's time).
-        listing: dict[str, Any] = {"tools": page, "_meta": {"toolcat/position": subject_set.position}}
+        # The 2026-07-28 wire requires the three envelope fields a ListToolsResult model defaults (a set is
+        # private to its subject and changes with any batch: never cached); older wires sieve them out.
+        listing: dict[str, Any] = {"tools": page, "_meta": {"toolcat/position": subject_set.position},
+                                   "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
         if following < len(tools):
             listing["nextCursor"] = _cursor(following)
         return listing  # type: ignore[return-value]
