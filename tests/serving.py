@@ -73,9 +73,10 @@ def _wait_until_ready(served: Served, deadline: float) -> None:
 
 
 @contextlib.contextmanager
-def serving(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """A server for the block; it must stop cleanly (exit 0) and remove its address file."""
-    served = start_server(home, *args, env=env)
+def serving(home: Path, *args: str, env: dict[str, str] | None = None, ready: bool = True) -> Iterator[Served]:
+    """A server for the block (`ready`: as start_server); it must stop cleanly (exit 0) and remove its
+    address file."""
+    served = start_server(home, *args, env=env, ready=ready)
     try:
         yield served
     finally:

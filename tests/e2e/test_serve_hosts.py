@@ -5,6 +5,7 @@ links never repeat the request's Host."""
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,9 +77,13 @@ def test_the_command_security_md_shows_serves_the_name_it_lists(tmp_path: Path) 
     home = tmp_path / "home"
     run_in_process(home, [["init"]])
     key = tokens(home, reader="read")["reader"]
-    with serving(home, *argv[2:]) as server:
+    # (waited for under the listed name: the plain address's name is not one this server answers)
+    with serving(home, *argv[2:], ready=False) as server:
         # then the listed name is served, with links under the public URL, and another name is refused
         with server.client(key, headers={"Host": "catalog.internal"}) as listed:
+            deadline = time.monotonic() + 60
+            while listed.get("/v1/ready").status_code == 503 and time.monotonic() < deadline:
+                time.sleep(0.05)
             assert listed.get("/v1/tools").status_code == 200
         with server.client(key, headers={"Host": "other.internal"}) as other:
             assert other.get("/v1/tools").status_code == 421

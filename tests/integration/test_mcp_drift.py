@@ -89,7 +89,7 @@ def test_the_check_is_off_by_default(cli: Any, home: Path, tmp_path: Path) -> No
     # When toolcat serve runs without TOOLCAT_MCP_SYNC_SECONDS
     with serving(home) as served, served.client() as client:
         # Then its health says nothing of MCP servers, as before the check existed
-        assert set(client.get("/v1/health").json()) == {"status", "position", "store_head"}
+        assert set(client.get("/v1/health").json()) == {"status", "position", "store_head", "integrity"}
 
 
 def test_a_server_that_says_its_tools_changed_is_checked_at_once(cli: Any, home: Path, tmp_path: Path) -> None:
