@@ -111,9 +111,10 @@ class _InFlight(NamedTuple):
 class Relay:
     def __init__(self, catalog: Catalog, make_producer: Callable[[], Producer], topic: str, state: RelayState,
                  page_size: int = 2000, notify: Notify = _stderr,
-                 progress: Callable[[Reached], None] | None = None) -> None:
+                 progress: Callable[[Reached], None] | None = None, ack_seconds: float = 30.0) -> None:
         self.catalog, self.make_producer, self.topic, self.state = catalog, make_producer, topic, state
         self.page_size, self.notify, self.progress = page_size, notify, progress
+        self.ack_seconds = ack_seconds
         # the stored rows read directly where the store is a plain SQLite file (as the catch-up reads them)
         self.read = history_reader(catalog)
         self._producer: Producer | None = None
@@ -147,7 +148,7 @@ class Relay:
 
     def _acknowledged(self, page: _InFlight, last: bool) -> int:
         """Waits for the broker to take a page (raises Unavailable otherwise), then saves its position."""
-        page.sent.wait(last=last)
+        page.sent.wait(self.ack_seconds, last=last)
         self.state.save(page.position, page.head)
         self._published += page.count
         if self.progress:

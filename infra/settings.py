@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     kafka_session_timeout_ms: int = 10_000
     # How long a one-shot relay or projector keeps retrying an unreachable broker before exit 6.
     kafka_retry_seconds: float = 20.0
+    # How long the relay waits for the broker to acknowledge a page before it counts the broker as
+    # unavailable, says so, and sends again from its saved position (the producer's own retries go on
+    # meanwhile; the consumers apply a position once, so a page sent twice is harmless).
+    kafka_ack_seconds: float = Field(30.0, gt=0)
     relay_page_size: int = 2000
     follow_poll_seconds: float = 0.2
     # `project --from kafka`: a batch stops gathering polls this long after its first one, or at its size,

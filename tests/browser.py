@@ -136,3 +136,18 @@ def driven_chromium() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def click_and_leave(driver: Any, element: Any) -> None:
+    """Click a form's button or a link, then wait until the browser has left the page for the answer.
+
+    While the old page is torn down, Chromium may answer a question about the clicked element with an
+    inspector error ("Node with given id does not belong to the document") instead of "stale element":
+    that, too, means the page is being left, so the wait asks again rather than failing."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    element.click()
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(
+        expected_conditions.staleness_of(element))

@@ -174,7 +174,8 @@ def cmd_relay(ctx: Context) -> Reply:
 
         with follower_progress(ctx, f"relay to {settings.kafka_events_topic}", store_head(ctx)) as progress:
             relay = Relay(ctx.catalog, connect, settings.kafka_events_topic, state,
-                          page_size=settings.relay_page_size, notify=notices(ctx.as_json), progress=progress)
+                          page_size=settings.relay_page_size, notify=notices(ctx.as_json), progress=progress,
+                          ack_seconds=settings.kafka_ack_seconds)
             try:
                 published = relay.run(ctx.args.follow, settings.kafka_retry_seconds,
                                       settings.follow_poll_seconds, should_stop=stop)

@@ -56,11 +56,12 @@ class DevBroker:
             time.sleep(0.05)
         return self
 
-    def stop(self) -> None:
+    def stop(self, grace_seconds: float = 5) -> None:
+        """SIGTERM, then SIGKILL after `grace_seconds` (the broker may wait that long for its clients)."""
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=5)
+                self.process.wait(timeout=grace_seconds)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

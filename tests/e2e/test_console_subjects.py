@@ -25,7 +25,7 @@ import pytest
 
 from infra.dev.demo import EXAMPLES, script
 from infra.dev.example_clock import ExampleClock
-from tests.browser import Node, driven_chromium, parse_dom, png_size
+from tests.browser import Node, click_and_leave, driven_chromium, parse_dom, png_size
 from tests.integration.test_audit_seals import ACTOR, FORGED, tamper
 from tests.serving import Served, serving
 from tests.support import ok, toolcat_environ, toolcat_in_process
@@ -188,9 +188,7 @@ def test_an_operator_opens_a_subject_at_a_past_date_and_sees_a_tool_later_revoke
         # picks 1 October 2026 in the date field and asks for the set as known then
         field = driver.find_element("id", "as_of")
         driver.execute_script("arguments[0].value = arguments[1]", field, BEFORE_REVOKE)
-        button = driver.find_element("css selector", "#moment button")
-        button.click()
-        WebDriverWait(driver, 60).until(expected_conditions.staleness_of(button))
+        click_and_leave(driver, driver.find_element("css selector", "#moment button"))
         # and sees websearch, marked as no longer in the set
         row = driver.find_element("css selector", '#effective tr[data-tool="websearch"]')
         assert "not in the set now" in row.text

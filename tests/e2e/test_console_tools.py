@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import Node, driven_chromium, parse_dom
+from tests.browser import Node, click_and_leave, driven_chromium, parse_dom
 from tests.serving import Served, serving, tokens
 from tests.support import run_example, run_in_process
 
@@ -75,19 +75,6 @@ def error_of(dom: Node) -> tuple[str, str]:
 
 
 # -- the browser story ------------------------------------------------------------------------------------
-def submit(driver: Any, button: Any) -> None:
-    """Click a form's button, then wait until the browser has left the page for the answer."""
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.wait import WebDriverWait
-
-    button.click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(button))
-
-
-def follow(driver: Any, link: Any) -> None:
-    submit(driver, link)  # a link leaves the page as a button does
-
-
 def test_an_operator_finds_a_tool_sees_who_could_call_it_on_a_past_date_and_why(
         served: tuple[Served, str], browser: Any) -> None:
     server, token = served
@@ -97,17 +84,17 @@ def test_an_operator_finds_a_tool_sees_who_could_call_it_on_a_past_date_and_why(
     driver.get(server.url + "/")
     assert driver.title == "Sign in · toolcat"
     driver.find_element("id", "token").send_keys(token)
-    submit(driver, driver.find_element("css selector", "#signin button"))
+    click_and_leave(driver, driver.find_element("css selector", "#signin button"))
     assert driver.find_element("tag name", "h1").text == "Tool catalog"
 
     # When the operator searches for a word of a description, then the tool is among the matches
     driver.find_element("css selector", "#search-box input[name=q]").send_keys("web")
-    submit(driver, driver.find_element("css selector", "#search-box button"))
+    click_and_leave(driver, driver.find_element("css selector", "#search-box button"))
     found = [row.text for row in driver.find_elements("css selector", "#results tr.result")]
     assert any("websearch" in row and "Search the web" in row for row in found), found
 
     # When they open it, then they see its descriptor and the route rule that denies it
-    follow(driver, driver.find_element("link text", "websearch"))
+    click_and_leave(driver, driver.find_element("link text", "websearch"))
     assert driver.find_element("id", "tool-id").text.startswith("websearch")
     assert driver.find_element("id", "description").text == "Search the web"
     assert "no-network-sink-after-sensitive-source" in driver.find_element("id", "rules").text
@@ -115,7 +102,7 @@ def test_an_operator_finds_a_tool_sees_who_could_call_it_on_a_past_date_and_why(
     # When they ask who could call it at the end of a past date
     field = driver.find_element("id", "as_of")
     driver.execute_script("arguments[0].value = arguments[1]", field, PAST)  # what the date picker fills in
-    submit(driver, driver.find_element("css selector", "#moment button"))
+    click_and_leave(driver, driver.find_element("css selector", "#moment button"))
     # then they see the moment asked for, and agent:triage among those that could call it, enabled
     summary = driver.find_element("id", "who-summary").text
     assert driver.find_element("id", "moment-time").text.startswith("2026-")
@@ -125,12 +112,13 @@ def test_an_operator_finds_a_tool_sees_who_could_call_it_on_a_past_date_and_why(
     assert "agent:triage" in holders and "enabled" in holders["agent:triage"]
 
     # When they follow the subject's link, then its set as known then holds the tool
-    follow(driver, driver.find_element("css selector", "#who tr.holder[data-subject='agent:triage'] a.subject"))
+    holder = "#who tr.holder[data-subject='agent:triage'] a.subject"
+    click_and_leave(driver, driver.find_element("css selector", holder))
     assert "agent:triage" in driver.find_element("tag name", "h1").text
     row = driver.find_element("css selector", "#effective tr.tool[data-tool='websearch']")
     assert "explicit" in row.text
     # and asking why, they are told: through its explicit grant
-    follow(driver, row.find_element("css selector", "a.why"))
+    click_and_leave(driver, row.find_element("css selector", "a.why"))
     assert driver.find_element("tag name", "h1").text == "Why agent:triage sees websearch"
     assert "grant websearch on agent:triage" in driver.find_element("id", "verdict").text
 

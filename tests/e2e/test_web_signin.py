@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from infra.http.auth import SESSION_COOKIE, create_token
-from tests.browser import driven_chromium
+from tests.browser import click_and_leave, driven_chromium
 from tests.serving import Served, serving, tokens
 
 HTML = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
@@ -38,13 +38,7 @@ def browser() -> Iterator[Any]:
 
 
 def submit(driver: Any, form: str) -> None:
-    """Click the form's button, then wait until the browser has left the page for the answer."""
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.wait import WebDriverWait
-
-    button = driver.find_element("css selector", f"#{form} button")
-    button.click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(button))
+    click_and_leave(driver, driver.find_element("css selector", f"#{form} button"))
 
 
 def sign_in(driver: Any, token: str) -> None:

@@ -54,7 +54,8 @@ def kafka_env(settings: Settings) -> dict[str, str]:
             "TOOLCAT_KAFKA_DLQ_TOPIC": settings.kafka_dlq_topic,
             "TOOLCAT_KAFKA_GROUP_ID": settings.kafka_group_id,
             "TOOLCAT_KAFKA_SESSION_TIMEOUT_MS": str(settings.kafka_session_timeout_ms),
-            "TOOLCAT_KAFKA_RETRY_SECONDS": str(settings.kafka_retry_seconds)}
+            "TOOLCAT_KAFKA_RETRY_SECONDS": str(settings.kafka_retry_seconds),
+            "TOOLCAT_KAFKA_ACK_SECONDS": str(settings.kafka_ack_seconds)}
 
 
 def store_head(settings: Settings) -> int:
@@ -157,7 +158,8 @@ def relay(settings: Settings, state_path: Path, page_size: int = 2000,
     catalog = open_catalog(settings)
     relay = Relay(catalog, lambda: kafka_clients.producer(settings), settings.kafka_events_topic,
                   RelayState(state_path), page_size=page_size,
-                  notify=(notes.append if notes is not None else lambda _m: None))
+                  notify=(notes.append if notes is not None else lambda _m: None),
+                  ack_seconds=settings.kafka_ack_seconds)
     return relay, catalog
 
 
