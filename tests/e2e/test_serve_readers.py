@@ -1,4 +1,4 @@
-"""The failure `toolcat serve` exists to end: readers beside a writer. For 30 s writes stream into a served
+"""The failure `toolcat serve` exists to end: readers beside a writer. For 12 s writes stream into a served
 home while a reader loop asks the server for an effective set and another process, plain `duckdb`, opens
 `snapshot.duckdb` read-only again and again: no read fails and none meets a lock; each HTTP read sees every
 write answered before it, and the snapshot moves on. The lag and latency of both are reported (never
@@ -16,7 +16,7 @@ from tests.serving import serving, tokens
 from tests.support import run_in_process, run_python_child
 
 STORY = [["init", "--policy", "tyrum"], ["unit", "create", "eng"], ["agent", "create", "triage", "--unit", "eng"]]
-SECONDS = 30.0
+SECONDS = 12.0
 # A separate process opening the snapshot every 0.1 s: what it saw, one JSON document at the end.
 SNAPSHOT_READER = """
 import json, sys, time

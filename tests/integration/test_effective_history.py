@@ -303,9 +303,9 @@ setups = st.lists(st.integers(0, 3).map(bool), min_size=len(SETUP), max_size=len
 sequences = st.tuples(setups, st.lists(commands, min_size=1, max_size=12)).map(lambda parts: parts[0] + parts[1])
 
 
-# 10 examples: each builds three read models and reads the view at every position (≈ 4–7 s); 25 took 107 s
-# of the suite, most of one worker, for little more coverage per run.
-@settings(max_examples=10, deadline=None, database=None,
+# 6 examples: each builds three read models and reads the view at every position (≈ 3–7 s); 25 took 107 s
+# of the suite and 10 took 34 s, for little more coverage per run.
+@settings(max_examples=6, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(sequences, st.integers(1, 4))
 def test_random_command_sequences_answer_as_of_every_position_as_they_answered_live(
