@@ -161,10 +161,13 @@ class ServeFigures:
         return address.url
 
     def _ready(self, client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
-        """Until the server has caught up; a server whose follower keeps failing (it retries, and is never
-        ready) or that exited ends the bench with its reason, not a wait without end."""
+        """Until the server has caught up and its start-up work is done (the first integrity check, which
+        walks the whole chain, has answered): the figures are of a server in its steady state. A server whose
+        follower keeps failing (it retries, and is never ready) or that exited ends the bench with its
+        reason, not a wait without end."""
         deadline = time.monotonic() + 300
-        while client.get("/v1/ready").status_code != 200:
+        while client.get("/v1/ready").status_code != 200 or \
+                client.get("/v1/health").json().get("integrity", {}).get("verdict") == "pending":
             exited = process.poll() is not None
             if exited or time.monotonic() > deadline:
                 failure = "it exited" if exited else client.get("/v1/health").json().get(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import multiprocessing.pool
 import threading
 import time
@@ -30,6 +31,8 @@ from projections.rows import run
 log = logging.getLogger("toolcat.serve")
 # The least pause between two checks, as a multiple of the last one's duration: at most a fifth of a core.
 PAUSE_FACTOR = 4
+# The worker's scheduling priority below the server's (os.nice increment; 19 is the lowest).
+NICENESS = 10
 
 
 class IntegrityWatch:
@@ -50,7 +53,9 @@ class IntegrityWatch:
     def start(self) -> None:
         if self.on:
             # Spawned, not forked: a fork of the server would copy its threads' locks in whatever state.
-            self._pool = multiprocessing.get_context("spawn").Pool(1)
+            # Niced: the walk is background work and must not take a core from requests on a small machine
+            # (at its first check, right after start-up, it ran while the first requests came in).
+            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=os.nice, initargs=(NICENESS,))
             self._thread.start()
 
     def stop(self) -> None:
