@@ -136,7 +136,7 @@ def _measure(client: httpx.Client, path: str, requests: int, server: psutil.Proc
             "met": render["p99_ms"] <= BUDGET_MS and size <= BUDGET_BYTES}
 
 
-def console_figures(root: Path, say: Any, shape: Shape | None = None, requests: int = 100) -> dict[str, Any]:
+def console_figures(root: Path, say: Any, shape: Shape | None = None, requests: int = 50) -> dict[str, Any]:
     """The console's pages on a catalog of `shape` (default the 1k agents × 10k tools one), built in
     root/console, through a real server."""
     settings = Settings(home=root / "console")
