@@ -47,8 +47,8 @@ def _segment(value: str) -> str:
 
 
 def _iso(value: Any) -> str:
-    """A recorded time as `?as_of=` takes it (to the microsecond: the bench's history is written in seconds,
-    so a date alone would name its whole day)."""
+    """A recorded time as `?as_of=` takes it (to the microsecond: the bench writes its history within seconds,
+    so a date alone would name all of it)."""
     return value.isoformat(timespec="microseconds")
 
 
@@ -65,7 +65,8 @@ def choices(settings: Settings) -> dict[str, Any]:
         tool = select_rows(con, """
             SELECT tool_id, count(*) AS n FROM effective_tools GROUP BY tool_id ORDER BY n DESC, tool_id LIMIT 1
             """)[0]["tool_id"]
-        # The typical agent's tool with the most ways to it (what `why` shows: the winner and the shadowed).
+        # A tool the typical agent holds by an explicit grant, inherited from a unit when one is (`why` then
+        # walks the unit chain and lists the ways the grant shadows).
         why = select_rows(con, """
             SELECT tool_id FROM effective_tools WHERE subject_kind = 'agent' AND subject = $s
             ORDER BY provenance <> 'explicit', inherited_from IS NULL, tool_id LIMIT 1""", {"s": typical})[0]["tool_id"]
