@@ -32,7 +32,12 @@ IN_EFFECT = (f"({AS_OF} OR ($effective_at::TIMESTAMPTZ IS NOT NULL AND valid_fro
 EFFECTIVE_FIELDS = ("tool_id", "namespace", "description", "provenance", "inherited_from", "exposure")
 
 
-def as_of_tables() -> str:
-    """One CTE per history table, `<table>_at`: its versions as of $at (and $effective_at)."""
-    return ",\n".join(f"{table}_at AS (SELECT * FROM {table} WHERE "
-                      f"{IN_EFFECT if table in BITEMPORAL_TABLES else AS_OF})" for table in HISTORY_TABLES)
+def as_of_tables(one_tool: bool = False) -> str:
+    """One CTE per history table, `<table>_at`: its versions as of $at (and $effective_at). `one_tool`: the
+    tool table holds only the tool $tool (a tool key): a set computed from it is then that tool's rows of the
+    set, exactly (each tool's row depends on that tool alone: effective_set.sql ranks and exposes per tool),
+    at a fraction of the cost of every tool's (who can call a tool, why a subject sees it)."""
+    def where(table: str) -> str:
+        known = IN_EFFECT if table in BITEMPORAL_TABLES else AS_OF
+        return f"{known} AND tool_key = $tool" if one_tool and table == "tool_history" else known
+    return ",\n".join(f"{table}_at AS (SELECT * FROM {table} WHERE {where(table)})" for table in HISTORY_TABLES)

@@ -13,6 +13,7 @@ drawn by infra/report_html.py, which escapes its text itself.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import groupby
@@ -110,16 +111,23 @@ def render(template: str, **context: Any) -> str:
 def render_page(reader: Reader, template: str, view: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]],
                 session: dict[str, str] | None = None, integrity: dict[str, Any] | None = None) -> HTMLResponse:
     """`session`: who the browser is signed in as, for the sign-out form (None: not signed in);
-    `integrity`: the server's last chain check for the header (infra/http/integrity.py; None: not known)."""
+    `integrity`: the server's last chain check for the header (infra/http/integrity.py; None: not known).
+
+    The answer's `Server-Timing` header says how long the page took to read and render in the server (`page`,
+    wall-clock ms) and the CPU time of the thread that did it (`cpu`): the console's budget (≤ 100 ms a page,
+    issue 32) is measured from it by `toolcat bench --only console`, apart from the client and the loopback."""
+    started, cpu = time.perf_counter(), time.thread_time()
     try:
         with _consistent(reader) as con:
             context = view(con) | {"position": read_tracking(con).position}
+        html, status = render(template, session=session, integrity=integrity, **context), 200
     except ToolcatError as error:
         status = status_of(error)
         html = render("error.html", status=status, code=error.code, message=error.message, session=session,
                       integrity=integrity)
-        return HTMLResponse(html, status_code=status)
-    return HTMLResponse(render(template, session=session, integrity=integrity, **context))
+    timing = (f"page;dur={(time.perf_counter() - started) * 1000:.2f}, "
+              f"cpu;dur={(time.thread_time() - cpu) * 1000:.2f}")
+    return HTMLResponse(html, status_code=status, headers={"Server-Timing": timing})
 
 
 def web_router(reader: Reader, *dependencies: Any,

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from projections.digest import digest
 from projections.rows import registered, run, scalar, select_rows
+from projections.schema import as_of_tables
 from projections.sqlfiles import query
 
 INFINITY = 2**62  # a position past any event: `at` for "now"
@@ -57,7 +58,8 @@ def explain_rows(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_
                  at: int = INFINITY, effective_at: str | None = None) -> list[dict[str, Any]]:
     """Every way the subject is granted the tool, the winner first."""
     with subjects_registered(con, [subject]):
-        return select_rows(con, query("explain"), {**_as_of(at, effective_at), "tool": tool_key})
+        return select_rows(con, query("explain", as_of_tables=as_of_tables(one_tool=True)),
+                           {**_as_of(at, effective_at), "tool": tool_key})
 
 
 # What `explain` answers about each way a subject is granted a tool.

@@ -17,12 +17,12 @@ chain AS (  -- the subject's own unit (for a unit: itself) and every ancestor, w
     SELECT c.kind, c.name, u.parent, c.depth + 1
     FROM chain c JOIN unit_history_at u ON u.name = c.unit WHERE u.parent IS NOT NULL
 ),
-wanted AS (  -- the grant holders whose grants matter: the subjects and every unit in their chains
-    SELECT DISTINCT 'agent' AS kind, name FROM _subjects WHERE kind = 'agent'
-    UNION SELECT DISTINCT 'unit', unit FROM chain
-),
-grant_rows AS (
-    SELECT g.* FROM grant_history_at g JOIN wanted w ON g.subject_kind = w.kind AND g.subject = w.name
+grant_rows AS (  -- the grants that matter: the subjects' own and those of every unit in their chains
+    -- (semi-joins, not a join with the DISTINCT union of holders: DuckDB sized that aggregate from the
+    -- recursive chain's estimate, ≈ 10 ms of a one-subject set's ≈ 35 ms of execution for 4 rows)
+    SELECT g.* FROM grant_history_at g
+    WHERE g.subject_kind = 'agent' AND g.subject IN (SELECT name FROM _subjects WHERE kind = 'agent')
+       OR g.subject_kind = 'unit' AND g.subject IN (SELECT unit FROM chain)
 ),
 granted AS (  -- every (grant holder, tool) pair a grant covers: by tool key, or by namespace prefix
     SELECT g.subject_kind, g.subject, g.target, g.valid_from AS position, g.tool_key

@@ -106,3 +106,52 @@ def test_the_history_figure_asks_the_documented_history_questions_of_one_tool_an
     assert figures["tool"]["rows"] > 0 and figures["subject"]["rows"] > 0
     assert all(figures[name]["seconds"] > 0 and figures[name]["cpu_seconds"] >= 0
                for name in ("tool", "subject", "tool_join", "subject_join"))
+
+
+def test_the_console_figure_times_every_page_kind_in_the_server_against_the_budget(tmp_path: Path) -> None:
+    from infra.dev.bench import budget
+    from infra.dev.bench_console import BUDGET_BYTES, BUDGET_MS, console_figures
+    from infra.dev.workload import Shape
+    # when the console figure is measured on a small seeded catalog, twice a page, through a real server
+    figures = console_figures(tmp_path, lambda line: None, Shape.for_events(2000), requests=2)
+    # then every page kind was asked about something that exists (each answered 200, or the figure failed)
+    pages = figures["pages"]
+    assert {"catalog, first page", "search, ID prefix", "tool page, now", "tool page, as of a past time",
+            "subject now, largest set", "subject at a past position, largest", "subject as of a past time, typical",
+            "subject changes between two times, largest", "why, now, typical", "deprecations", "MCP servers",
+            "gateway denials"} <= set(pages)
+    assert figures["asked"]["largest"].startswith("agent:") and 0 < figures["asked"]["past"] < figures["asked"]["head"]
+    # and each page's time is the server's own (its Server-Timing header), beside the client's and a size
+    for figure in pages.values():
+        assert 0 < figure["render_p99_ms"] <= figure["wall_p99_ms"] and figure["max_bytes"] > 0
+        assert figure["met"] == (figure["render_p99_ms"] <= BUDGET_MS and figure["max_bytes"] <= BUDGET_BYTES)
+    # and the budget has one row a page, met as its figure is
+    rows = budget({"console": figures})
+    assert {name for name in rows if name.startswith("console ")} == {
+        f"console {name}: p99_ms <= 100 and <= 200 KB" for name in pages}
+    assert all(rows[f"console {name}: p99_ms <= 100 and <= 200 KB"]["met"] == figure["met"]
+               for name, figure in pages.items())
+
+
+def test_a_console_page_says_how_long_the_server_took_to_render_it(home: Path) -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+    from infra.http.web import web_router
+    from infra.settings import Settings
+    from infra.wiring import open_read_model
+    # given a projected home and the console's catalog page on it
+    with toolcat_environ("bench"):
+        toolcat_in_process(home, "workload", "--events", "1000")
+        toolcat_in_process(home, "project")
+    con = open_read_model(Settings(home=home))
+    app = FastAPI()
+    app.include_router(web_router(con.cursor))
+    # when a page is asked for, and a page that fails (a page number past the last)
+    with TestClient(app) as client:
+        shown, refused = client.get("/"), client.get("/?page=999")
+    con.close()
+    # then both say the server's time (wall and the thread's CPU) in a Server-Timing header
+    for answer in (shown, refused):
+        timing = dict(part.strip().split(";dur=") for part in answer.headers["server-timing"].split(","))
+        assert set(timing) == {"page", "cpu"} and float(timing["page"]) > 0
+    assert (shown.status_code, refused.status_code) == (200, 400)
