@@ -35,6 +35,7 @@ mcp-servers:
 	else echo "npm not found: the MCP tests that need server-everything will skip" >&2; fi
 
 demo: $(VENV)/.installed
+	@$(COMPILE)
 	$(BIN)/toolcat --home $(or $(TOOLCAT_DEMO_HOME),.toolcat-demo) demo
 
 # Two pytest workers, one per core: every test has its own home, schema and topics, so they run apart.
@@ -42,7 +43,13 @@ demo: $(VENV)/.installed
 # stories run in the order they are written.
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
+# The project's modules compiled once, up front: where PYTHONDONTWRITEBYTECODE is set (CI machines set it),
+# every `toolcat` process the demo or the suite starts would otherwise compile them again (≈ 0.2 s of CPU a
+# server start). compileall only rewrites what changed.
+COMPILE := $(BIN)/python -m compileall -q -j 0 domain infra projections consumers
+
 test: $(VENV)/.installed-dev mcp-servers
+	@$(COMPILE)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # A mid-size run of the performance figures (a few minutes on 2 cores); JSON on stdout.
