@@ -13,9 +13,11 @@ from tests.support import run_in_process, run_python_child
 # What a command imports only when it runs a handler that needs it.
 HEAVY = ("duckdb", "pyarrow", "pydantic", "pydantic_settings", "eventsourcing", "rich", "jsonschema", "fastapi",
          "starlette", "uvicorn", "kafka", "confluent_kafka", "yaml", "domain.catalog", "projections.projector")
-# What no read of a current read model needs.
+# What no read of a current read model needs: pyarrow (DuckDB's rows are fetched without Arrow, and no
+# table is registered), eventsourcing (the SQLite store's head is read with sqlite3, infra/wiring.py).
 NOT_FOR_READS = ("jsonschema", "fastapi", "starlette", "uvicorn", "kafka", "confluent_kafka", "domain.catalog",
-                 "domain.registry", "projections.projector", "projections.catchup")
+                 "domain.registry", "projections.projector", "projections.catchup", "pyarrow", "eventsourcing",
+                 "numpy", "pandas", "rich", "yaml", "httpx", "psycopg")
 
 CHILD = """
 import contextlib, io, json, sys
