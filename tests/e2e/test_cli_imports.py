@@ -59,3 +59,6 @@ def test_a_read_of_a_current_read_model_loads_only_what_it_answers_with(home: Pa
         modules = modules_after("--home", str(home), *read, "--json")
         assert "duckdb" in modules
         assert loaded(modules, NOT_FOR_READS) == [], read
+        # and as people read it: the same, but a table is printed with rich
+        shown = modules_after("--home", str(home), *read)
+        assert loaded(shown, tuple(name for name in NOT_FOR_READS if name != "rich")) == [], read
