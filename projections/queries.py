@@ -13,7 +13,7 @@ from domain.grammar import check_id_text
 from domain.recording_flags import Published, backdated_retirement, late_milestones
 from domain.window import REMOVAL_STEPS, earliest_removal
 from projections.tracking import PROJECTION
-from projections.rows import run, scalar, select_rows
+from projections.rows import plain_rows, run, scalar, select_rows
 from projections.schema import AS_OF
 from projections.sqlfiles import query
 
@@ -26,7 +26,7 @@ def lookup(con: duckdb.DuckDBPyConnection, tool_id: str, at: int | None = None) 
     pattern, a space, too long), unknown and retired IDs; with `at` (a past read), an alias retired since
     is taken as it was at that position, and refused only if it was already retired then."""
     check_id_text(tool_id, non_ascii=True)  # whatever the policy, no ID holds these
-    rows = select_rows(con, query("lookup"), {"id": tool_id})
+    rows = plain_rows(con, query("lookup"), {"id": tool_id})  # no Arrow: `resolve` answers at once
     if not rows:
         near = nearest(con, "SELECT canonical_id FROM tools UNION SELECT alias FROM aliases WHERE lifecycle <> 'retired'",
                        tool_id)
@@ -34,7 +34,7 @@ def lookup(con: duckdb.DuckDBPyConnection, tool_id: str, at: int | None = None) 
                           tool_id=tool_id, **({"did_you_mean": near} if near else {}))
     row = rows[0]
     if row["lifecycle"] == "retired" and at is not None:
-        then = select_rows(con, f"SELECT lifecycle, shim FROM alias_history WHERE alias = $id AND {AS_OF}",
+        then = plain_rows(con, f"SELECT lifecycle, shim FROM alias_history WHERE alias = $id AND {AS_OF}",
                            {"id": tool_id, "at": at})
         if then and then[0]["lifecycle"] != "retired":
             return {**row, **then[0]}

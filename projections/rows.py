@@ -5,12 +5,14 @@ import importlib.util
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
-import pyarrow as pa
 
 from projections.schema import BITEMPORAL_TABLES, HISTORY_TABLES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # pyarrow tries to import dateutil (optional, not installed here) each time it converts datetimes, and
 # Python does not remember a failed import: ≈ 0.3 ms a table, a few ms of every follower batch. A None
@@ -30,6 +32,7 @@ def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str
     """The same from columns (name → values): the hot path builds these without a dict per row; or from
     an Arrow table already built from them (by the catch-up's read-ahead thread). With the columns' DuckDB
     `types`, a few rows go as list parameters (`given_rows`)."""
+    import pyarrow as pa  # here, not at the top: a read that writes nothing never loads it
     if types is not None and not isinstance(columns, pa.Table):
         with given_rows(con, "_toolcat_batch", columns, types) as (source, params):
             run(con, f"INSERT INTO {table} BY NAME SELECT * FROM {source}", params)
@@ -64,6 +67,7 @@ def given_rows(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, lis
     parameters, many as an Arrow table registered under `name`. For a follower's few rows registering
     costs about 1 ms of CPU more per statement than the statement itself, a third of a small pass."""
     if len(next(iter(columns.values()))) > FEW_ROWS:
+        import pyarrow as pa
         with registered(con, name, pa.table(columns)):
             yield name, {}
     else:
@@ -81,6 +85,15 @@ def among(column: str, parameter: str, values: list[Any], type_: str = "VARCHAR"
 
 def select_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
     return con.sql(sql, params=params or None).to_arrow_table().to_pylist()
+
+
+def plain_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
+    """`select_rows` without Arrow, for the few rows of a command line read (loading pyarrow costs about
+    40 ms of its start). Only for plain columns (text, integers, booleans, floats, dates): DuckDB's own
+    conversion answers a UUID, MAP, INTERVAL, HUGEINT or TIMESTAMPTZ otherwise than Arrow's."""
+    cursor = con.execute(sql, params or [])
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[tuple]:
@@ -186,6 +199,7 @@ class HistoryRows:
                    "_effective_at": versions[0][3]} for key, versions in self.changes.items()]
         match = " AND ".join(f"h.{k} = c.{k}" for k in self.keys)
         effective_to = ", effective_to = c._effective_at" if self.bitemporal else ""
+        import pyarrow as pa
         with registered(con, "_toolcat_closes", pa.Table.from_pylist(closes)):
             run(con, f"UPDATE {self.table} AS h SET valid_to = c._pos, valid_to_time = c._time{effective_to} "
                      f"FROM _toolcat_closes AS c WHERE {match} AND h.valid_to IS NULL")

@@ -11,7 +11,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from projections.digest import digest
 from projections.rows import registered, run, scalar, select_rows
@@ -24,6 +23,7 @@ INFINITY = 2**62  # a position past any event: `at` for "now"
 @contextmanager
 def subjects_registered(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str]]) -> Iterator[None]:
     """The subjects asked about, (kind, name) pairs, visible to the queries as the table `_subjects`."""
+    import pyarrow as pa  # here: `effective` of the current set never registers a table
     table = pa.table({"kind": [s[0] for s in subjects], "name": [s[1] for s in subjects]},
                      schema=pa.schema([("kind", pa.string()), ("name", pa.string())]))
     with registered(con, "_subjects", table):

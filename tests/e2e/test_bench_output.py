@@ -83,9 +83,13 @@ def test_the_cli_figure_times_the_command_line_beside_python_itself(home: Path) 
     # when the cli figure is measured once, on the demo's tyrum catalog
     figures = cli_figures(home, Settings(home=home), runs=1)
     # then it gives the help, a resolve and an effective read beside `python -c pass` and importing DuckDB
-    assert set(figures) == {"help_s", "resolve_s", "effective_s", "python_s", "import_duckdb_s", "runs"}
+    names = {"help_s", "resolve_s", "effective_s", "python_s", "import_duckdb_s"}
+    assert set(figures) == names | {"cpu", "runs"}
     assert figures["runs"] == 1
-    assert all(figures[name] > 0 for name in figures)
+    assert all(figures[name] > 0 for name in names)
+    # and the CPU seconds of each, which a busy machine changes far less than the wall time
+    assert set(figures["cpu"]) == names
+    assert all(0 < figures["cpu"][name] <= figures[name] * 2 for name in names)  # two cores at most
 
 
 def test_the_history_figure_asks_the_documented_history_questions_of_one_tool_and_one_subject(home: Path) -> None:

@@ -13,9 +13,11 @@ from tests.support import run_in_process, run_python_child
 # What a command imports only when it runs a handler that needs it.
 HEAVY = ("duckdb", "pyarrow", "pydantic", "pydantic_settings", "eventsourcing", "rich", "jsonschema", "fastapi",
          "starlette", "uvicorn", "kafka", "confluent_kafka", "yaml", "domain.catalog", "projections.projector")
-# What no read of a current read model needs.
+# What no read of a current read model needs: pyarrow (DuckDB's rows are fetched without Arrow, and no
+# table is registered), eventsourcing (the SQLite store's head is read with sqlite3, infra/wiring.py).
 NOT_FOR_READS = ("jsonschema", "fastapi", "starlette", "uvicorn", "kafka", "confluent_kafka", "domain.catalog",
-                 "domain.registry", "projections.projector", "projections.catchup")
+                 "domain.registry", "projections.projector", "projections.catchup", "pyarrow", "eventsourcing",
+                 "numpy", "pandas", "rich", "yaml", "httpx", "psycopg")
 
 CHILD = """
 import contextlib, io, json, sys
@@ -57,3 +59,6 @@ def test_a_read_of_a_current_read_model_loads_only_what_it_answers_with(home: Pa
         modules = modules_after("--home", str(home), *read, "--json")
         assert "duckdb" in modules
         assert loaded(modules, NOT_FOR_READS) == [], read
+        # and as people read it: the same, but a table is printed with rich
+        shown = modules_after("--home", str(home), *read)
+        assert loaded(shown, tuple(name for name in NOT_FOR_READS if name != "rich")) == [], read
