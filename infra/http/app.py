@@ -22,7 +22,7 @@ from infra.http.current_sets import CurrentSets
 from infra.http.hosts import HostCheck, served_names
 from infra.http.limits import SizeLimits
 from infra.http.methods import HeadAsGet, allowed_methods
-from infra.http.mcp_endpoint import McpEndpoint
+from infra.http.mcp_endpoint import McpEndpoint, McpFront
 from infra.http.metrics import RequestTimer
 from infra.http.openapi import truthful_openapi
 from infra.http.problems import NotFound, Unauthenticated, problem
@@ -88,7 +88,10 @@ def create_app(state: ServerState, tokens: TokenBook, publisher: SnapshotPublish
     app.add_middleware(SizeLimits)
     app.add_middleware(HostCheck, names=served_names(state.settings.allowed_hosts))
     app.add_middleware(RequestTimer, metrics=state.metrics)
-    app.add_middleware(HeadAsGet)  # the outermost: every other part sees the GET a HEAD stands for
+    app.add_middleware(HeadAsGet)  # every other part sees the GET a HEAD stands for
+    # The outermost: /mcp's calls skip the routing of every other route (its own checks: mcp_endpoint.py).
+    app.add_middleware(McpFront, endpoint=app.state.mcp, names=served_names(state.settings.allowed_hosts),
+                       metrics=state.metrics)
     return app
 
 

@@ -296,6 +296,37 @@ def test_no_token_a_wrong_one_or_one_without_a_subject_opens_no_session(gateway:
             assert "mcp-session-id" not in answer.headers
 
 
+def test_mcp_gets_the_checks_of_every_request_though_it_skips_the_routing(gateway: Gateway) -> None:
+    # Given the token of an agent and /mcp served ahead of the other routes (McpFront)
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def timed() -> float:  # the requests counted under route /mcp, POST, 401
+        text = gateway.admin.get("/metrics").text
+        return sum(sample.value for family in text_string_to_metric_families(text)
+                   for sample in family.samples if sample.name == "toolcat_http_request_duration_seconds_count"
+                   and sample.labels == {"method": "POST", "route": "/mcp", "status": "401"})
+    agent = {"Authorization": f"Bearer {gateway.tokens['triage-bot']}", "Accept": "application/json, text/event-stream"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "t", "version": "1"}}}
+    before = timed()
+    with httpx.Client(base_url=gateway.served.url) as client:
+        # When a page of another site, or a name the server does not serve, reaches it
+        for headers in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}):
+            answer = client.post("/mcp", json=initialize, headers={**agent, **headers})
+            # Then it is refused before any session opens
+            assert answer.status_code == 421, answer.text
+            assert "mcp-session-id" not in answer.headers
+        # And a body over the limit is refused unread
+        assert client.post("/mcp", content=b"x" * (1024 * 1024 + 1), headers=agent).status_code == 413
+        # And the requests are timed under /mcp (two refused without a token)
+        for _ in range(2):
+            assert client.post("/mcp", json=initialize).status_code == 401
+    assert timed() - before == 2
+    # And a HEAD still goes the application's way (GET's answer without its body)
+    assert httpx.head(gateway.url, headers=agent).status_code != 500
+
+
 def test_bad_upstreams_give_an_error_naming_the_server_and_the_gateway_stays_up(gateway: Gateway) -> None:
     async def story() -> None:
         async with agent(gateway.url, gateway.tokens["triage-bot"]) as triage:

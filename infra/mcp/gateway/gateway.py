@@ -126,18 +126,23 @@ class Gateway:
         async with receive:
             async for _position, subjects in receive:
                 now: dict[str, tuple[str, ...] | None] = {}
-                for key, caller in list(self._callers.items()):
-                    if caller.session is None or subjects is not None and caller.subject not in subjects:
-                        continue
-                    if subjects is None and not self._moved(caller, now):
-                        continue
-                    with anyio.move_on_after(5):
-                        try:
-                            await caller.session.send_tool_list_changed()
-                        except Exception as error:  # noqa: BLE001 - a session gone (idle, disconnected)
-                            log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
-                            self.closed(key)
-                await self.listeners.tell(subjects, lambda listening: self._moved(listening, now))
+                # Every session told at once: one whose client reads slowly (up to 5 s) holds up no other.
+                async with anyio.create_task_group() as telling:
+                    for key, caller in list(self._callers.items()):
+                        if caller.session is None or subjects is not None and caller.subject not in subjects:
+                            continue
+                        if subjects is None and not self._moved(caller, now):
+                            continue
+                        telling.start_soon(self._tell, key, caller)
+                    await self.listeners.tell(subjects, lambda listening: self._moved(listening, now))
+
+    async def _tell(self, key: str, caller: Caller) -> None:
+        with anyio.move_on_after(5):
+            try:
+                await caller.session.send_tool_list_changed()
+            except Exception as error:  # noqa: BLE001 - a session gone (idle, disconnected)
+                log.debug("list_changed to a session of %s failed: %s", caller.subject, error)
+                self.closed(key)
 
     def _moved(self, caller: Caller | Listening, now: dict[str, tuple[str, ...] | None]) -> bool:
         """After a batch that may have changed any set (a Kafka-fed server says no more): whether the
