@@ -285,7 +285,7 @@ def test_no_token_a_wrong_one_or_one_without_a_subject_opens_no_session(gateway:
                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                              "clientInfo": {"name": "t", "version": "1"}}}
     accept = {"Accept": "application/json, text/event-stream"}
-    with httpx.Client(base_url=gateway.served.url) as client:
+    with httpx.Client(base_url=gateway.served.url, timeout=30) as client:
         for headers, status, error in (({}, 401, ""), ({"Authorization": "Bearer tc_wrong"}, 401, "invalid_token"),
                                        ({"Authorization": f"Bearer {gateway.tokens['admin']}"}, 403,
                                         "insufficient_scope")):
@@ -310,7 +310,7 @@ def test_mcp_gets_the_checks_of_every_request_though_it_skips_the_routing(gatewa
                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                              "clientInfo": {"name": "t", "version": "1"}}}
     before = timed()
-    with httpx.Client(base_url=gateway.served.url) as client:
+    with httpx.Client(base_url=gateway.served.url, timeout=30) as client:
         # When a page of another site, or a name the server does not serve, reaches it
         for headers in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}):
             answer = client.post("/mcp", json=initialize, headers={**agent, **headers})
@@ -411,7 +411,7 @@ def test_a_revoked_tokens_session_ends(gateway: Gateway) -> None:
     home = gateway.served.home
     token = create_token(home, "short-bot", ["call"], subject="agent:other")
     accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-    with httpx.Client(base_url=gateway.served.url, headers=accept) as client:
+    with httpx.Client(base_url=gateway.served.url, headers=accept, timeout=30) as client:
         opened = client.post("/mcp", headers={"Authorization": f"Bearer {token}"}, json={
             "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
