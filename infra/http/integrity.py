@@ -33,8 +33,8 @@ log = logging.getLogger("toolcat.serve")
 PAUSE_FACTOR = 4
 # The worker's scheduling priority below the server's (an os.nice increment; 19 is the lowest). A check is
 # background work: at normal priority its first walk (right after start-up: the worker's imports, then the
-# whole chain, ≈ 2 s of a core on the 24,000-event benchmark catalog) took a core from the requests of a
-# 2-core machine, and effective reads at 500/s went from p50 ≈ 1.3 to 5–9 ms while it ran.
+# whole chain: ≈ 1 s of a core on the 24,000-event benchmark catalog) took a core from the requests of a
+# 2-core machine already loaded, and effective reads at 500/s slowed while it ran.
 NICENESS = 10
 
 
