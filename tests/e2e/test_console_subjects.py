@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import psutil
 import pytest
 
 from infra.dev.demo import EXAMPLES, script
 from infra.dev.example_clock import ExampleClock
+from infra.http.integrity import NICENESS
 from tests.browser import Node, click_and_leave, driven_chromium, parse_dom, png_size
 from tests.integration.test_audit_seals import ACTOR, FORGED, tamper
 from tests.serving import Served, serving
@@ -151,6 +153,15 @@ def test_every_page_header_shows_the_chain_check(served: Served) -> None:
         header = page(served, path).one(id="integrity")
         assert header.attrs["data-verdict"] == "verified"
         assert f"chain of {health['position']} events" in header.text()
+
+
+def test_the_chain_check_runs_below_the_servers_priority(served: Served) -> None:
+    # given a server whose integrity watch has checked the chain
+    wait_for_integrity(served, "verified")
+    # then its check worker is a child process niced below the server: the walk takes only what requests leave
+    server = psutil.Process(served.process.pid)
+    niced = [child.nice() for child in server.children(recursive=True)]
+    assert min(server.nice() + NICENESS, 19) in niced, (server.nice(), niced)
 
 
 def test_an_altered_history_turns_every_header_red_and_health_reports_it(
