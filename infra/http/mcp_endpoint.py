@@ -9,7 +9,6 @@ or expired is ended by the gateway within a second: the same DELETE a client sen
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,7 +22,7 @@ from infra.freshness import Freshness
 from infra.http.auth import Principal, TokenBook
 from infra.http.hosts import HostCheck
 from infra.http.limits import SizeLimits
-from infra.http.metrics import ServerMetrics
+from infra.http.metrics import ServerMetrics, timed
 from infra.http.problems import Forbidden, Unauthenticated, problem
 from infra.http.state import ServerState
 from infra.mcp.gateway.decisions import DecisionLog, kafka_publisher
@@ -167,17 +166,7 @@ class McpFront:
         if scope["type"] != "http" or scope["path"] != "/mcp" or scope["method"] not in self.METHODS:
             await self.app(scope, receive, send)
             return
-        started, status = time.perf_counter(), [500]
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-        try:
-            await self.endpoint(scope, receive, sending)
-        finally:
-            self.metrics.requests.labels(scope["method"], "/mcp", str(status[0])).observe(
-                time.perf_counter() - started)
+        await timed(self.metrics, self.endpoint, scope, receive, send, lambda: "/mcp")
 
 
 def _user(principal: Principal) -> AuthenticatedUser:

@@ -84,15 +84,21 @@ class RequestTimer:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started, status = time.perf_counter(), [500]
+        await timed(self.metrics, self.app, scope, receive, send,
+                    lambda: getattr(scope.get("route"), "path", "unmatched"))
 
-        async def sending(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            route = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.requests.labels(scope["method"], route, str(status[0])).observe(
-                time.perf_counter() - started)
+
+async def timed(metrics: ServerMetrics, app: Any, scope: dict[str, Any], receive: Any, send: Any,
+                route: Any) -> None:
+    """Run the ASGI `app` on an HTTP request, then observe its latency under `route()` (asked at the end:
+    routing names it on the way) and the status it answered (500 when it answered none)."""
+    started, status = time.perf_counter(), [500]
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status[0] = message["status"]
+        await send(message)
+    try:
+        await app(scope, receive, sending)
+    finally:
+        metrics.requests.labels(scope["method"], route(), str(status[0])).observe(time.perf_counter() - started)
