@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from infra.dev.demo_gateway import stop
 from infra.dev.measures import percentiles, rate
 
 SESSIONS = 8
@@ -367,12 +367,7 @@ def child(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproces
     try:
         yield process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], what: str, log: Path,

@@ -66,7 +66,8 @@ class KafkaFigures:
         raw_rate, raw_cpu = raw_producer_rate(settings, settings.kafka_dlq_topic, payloads)
         producer = kafka_clients.producer(settings)  # connected before the clock starts, as the raw one
         relay = Relay(catalog, lambda: producer, settings.kafka_events_topic,
-                      RelayState(self.bench.root / "relay.json"), page_size=5000)
+                      RelayState(self.bench.root / "relay.json"), page_size=5000,
+                      ack_seconds=settings.kafka_ack_seconds)
         started, cpu = time.perf_counter(), time.process_time()
         published = relay.relay_available()
         relay_rate, relay_cpu = rate(published, time.perf_counter() - started), time.process_time() - cpu
@@ -177,7 +178,7 @@ def relay_following(settings: Settings, stop: Any, reports: Any) -> None:
     catalog = open_catalog(settings)
     relay = Relay(catalog, lambda: kafka_clients.producer(settings), settings.kafka_events_topic,
                   RelayState(settings.home / "relay-latency.json"), page_size=settings.relay_page_size,
-                  notify=lambda _message: None,
+                  notify=lambda _message: None, ack_seconds=settings.kafka_ack_seconds,
                   progress=lambda reached: reports.put(("acknowledged", reached.position, time.perf_counter())))
     read = relay.read
 

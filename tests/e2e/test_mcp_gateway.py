@@ -479,6 +479,14 @@ def test_the_stdio_gateway_without_a_server_says_so(tmp_path: Path) -> None:
     assert empty.code == 2 and "is empty" in empty.error["message"]
 
 
+async def _told_of_a_new_grant(gateway: Gateway, stream: Any) -> None:
+    """Grant agent:other mcp.flaky.echo; its `subscriptions/listen` stream says its list changed."""
+    gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+    with anyio.fail_after(10):
+        event = await stream.__anext__()
+    assert type(event).__name__ == "ToolsListChanged"
+
+
 def test_a_2026_client_without_sessions_hears_list_changed_on_its_listen_stream(gateway: Gateway) -> None:
     """The 2026-07-28 protocol has no session to notify: the SDK client opens `subscriptions/listen` and the
     gateway sends its subject's changes there; a revoked token ends the stream."""
@@ -502,12 +510,8 @@ def test_a_2026_client_without_sessions_hears_list_changed_on_its_listen_stream(
             assert session.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
             assert [t.name for t in (await session.list_tools()).tools] == ["mcp.time.convert_time"]
             async with listen(session, tools_list_changed=True) as stream:
-                # When its subject gains a tool
-                gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
-                # Then its stream says so, and the tool is listed
-                with anyio.fail_after(10):
-                    event = await stream.__anext__()
-                assert type(event).__name__ == "ToolsListChanged"
+                # When its subject gains a tool, then its stream says so, and the tool is listed
+                await _told_of_a_new_grant(gateway, stream)
                 assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
                 # When its token is revoked, the stream ends, and so do its calls
                 revoke_token(home, "modern-bot")
@@ -614,10 +618,7 @@ def test_a_2026_client_through_the_stdio_gateway_lists_calls_and_hears_list_chan
                 assert answer.structured_content["target"]["timezone"] == "Europe/Paris", answer
                 async with listen(session, tools_list_changed=True) as stream:
                     # When its subject gains a tool, then its stream says so
-                    gateway.write("/v1/grant/add", {"subject": "agent:other", "target": "mcp.flaky.echo"})
-                    with anyio.fail_after(10):
-                        event = await stream.__anext__()
-                    assert type(event).__name__ == "ToolsListChanged"
+                    await _told_of_a_new_grant(gateway, stream)
                 assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
     try:
         anyio.run(story)

@@ -188,25 +188,27 @@ def test_the_why_of_one_tool_shows_the_winning_way_and_what_it_shadows(
     assert not explanation(site.con, ("agent", "triage"), queries.lookup(site.con, "bash"))["visible"]
 
 
+def inert(site: Site, path: str, tmp_path: Path) -> Node:
+    """The page at `path` as the browser made it, after checking that nothing of it runs: no script and no
+    image in the served HTML nor in the DOM, and the title not taken over."""
+    status, html = site.get(path)
+    assert status == 200
+    assert "<script" not in html and "<img" not in html
+    dom = rendered(site, path, tmp_path)
+    assert dom.all("script") == [] and dom.all("img") == []
+    assert dom.one("title").text() != "pwned"
+    return dom
+
+
 def test_values_from_the_history_are_shown_as_text_and_never_run(browser: str, site: Site, tmp_path: Path) -> None:
     for path in ("/", subject_path("agent:triage")):
-        status, html = site.get(path)
-        assert status == 200
-        assert "<script" not in html and "<img" not in html
-        dom = rendered(site, path, tmp_path)
-        assert dom.all("script") == [] and dom.all("img") == []
-        assert dom.one("title").text() != "pwned"
+        dom = inert(site, path, tmp_path)
         (row,) = [r for r in dom.all("tr", data_tool="acme.notes.render")]
         assert HOSTILE in row.text()
     # the same description in a past set, and the tool's name among the changes, on the console's pages
     head = audit_report(site.con)["position"]
     for path in (f"{subject_path('agent:triage')}?at={head}&from=0&to={head}", "/deprecations"):
-        status, html = site.get(path)
-        assert status == 200
-        assert "<script" not in html and "<img" not in html
-        dom = rendered(site, path, tmp_path)
-        assert dom.all("script") == [] and dom.all("img") == []
-        assert dom.one("title").text() != "pwned"
+        inert(site, path, tmp_path)
     dom = parse_dom(site.get(f"{subject_path('agent:triage')}?at={head}&from=0&to={head}")[1])
     assert HOSTILE in dom.one("table", id="effective").one("tr", data_tool="acme.notes.render").text()
     assert [row.attrs["data-change"] for row in dom.all("tr", class_="change", data_tool="acme.notes.render")

@@ -6,7 +6,8 @@ set may have changed" (what a Kafka-fed server says of each of its batches) tell
 set moved since they last listed it."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -38,43 +39,56 @@ def state(sqlite_settings: Settings) -> Iterator[ServerState]:
         yield server
 
 
-def test_sessions_are_told_when_their_own_set_moved_and_only_then(state: ServerState) -> None:
-    from mcp.client.session import ClientSession
-    from mcp.shared.memory import create_client_server_memory_streams
+def _gateway_of_agent_a(state: ServerState) -> tuple[ReadModelSets, Caller, Gateway]:
+    """A gateway on the server's sets, told of each batch's changes, whose every session is agent:a's."""
     sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
     state.on_changes.append(sets.changed)
     caller = Caller(subject="agent:a", token="a-bot", session_id="memory")
-    gateway = Gateway(sets, state.settings, DecisionLog(None), lambda ctx: caller)
-    heard: list[str] = []
+    return sets, caller, Gateway(sets, state.settings, DecisionLog(None), lambda ctx: caller)
+
+
+@asynccontextmanager
+async def _session(gateway: Gateway, caller: Caller, heard: list[str]) -> AsyncIterator[Any]:
+    """The SDK's client session with `gateway` over memory streams, as `caller`, not initialized yet; the
+    type of every message the server sends on its own goes to `heard`. The server stops at the end."""
+    from mcp.client.session import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
 
     async def handler(message: Any) -> None:
         heard.append(type(message).__name__)
+    async with anyio.create_task_group() as group, create_client_server_memory_streams() as (client, server):
+        await group.start(gateway.run)
+        gateway.opened("memory", caller)
+        group.start_soon(lambda: gateway.server.run(server[0], server[1], gateway.initialization_options()))
+        async with ClientSession(client[0], client[1], message_handler=handler) as session:
+            yield session
+        group.cancel_scope.cancel()
+
+
+def test_sessions_are_told_when_their_own_set_moved_and_only_then(state: ServerState) -> None:
+    sets, caller, gateway = _gateway_of_agent_a(state)
+    heard: list[str] = []
 
     async def story() -> None:
-        async with anyio.create_task_group() as group, create_client_server_memory_streams() as (client, server):
-            await group.start(gateway.run)
-            gateway.opened("memory", caller)
-            group.start_soon(lambda: gateway.server.run(server[0], server[1], gateway.initialization_options()))
-            async with ClientSession(client[0], client[1], message_handler=handler) as session:
-                await session.initialize()
-                assert [t.name for t in (await session.list_tools()).tools] == ["acme.lookup"]
-                # When a batch says any set may have changed, and agent:a's has not: nothing is said
-                sets.changed(state.position, None)
-                # When another agent's set changes: nothing is said to agent:a either
-                written = state.catalog.add_grant("agent:b", "acme.lookup", META).position
-                await anyio.to_thread.run_sync(state.wait_for, written, 30)
-                # When agent:a's grant is revoked and reported as "any set may have changed"
-                state.on_changes.remove(sets.changed)  # (as a Kafka-fed server reports its batches)
-                written = state.catalog.revoke_grant("agent:a", "acme.lookup", META).position
-                await anyio.to_thread.run_sync(state.wait_for, written, 30)
-                sets.changed(written, None)
-                # Then agent:a is told once, and its list is empty
-                with anyio.fail_after(10):
-                    while "ToolListChangedNotification" not in heard:
-                        await anyio.sleep(0.02)
-                assert heard.count("ToolListChangedNotification") == 1  # notifications arrive in order
-                assert (await session.list_tools()).tools == []
-            group.cancel_scope.cancel()
+        async with _session(gateway, caller, heard) as session:
+            await session.initialize()
+            assert [t.name for t in (await session.list_tools()).tools] == ["acme.lookup"]
+            # When a batch says any set may have changed, and agent:a's has not: nothing is said
+            sets.changed(state.position, None)
+            # When another agent's set changes: nothing is said to agent:a either
+            written = state.catalog.add_grant("agent:b", "acme.lookup", META).position
+            await anyio.to_thread.run_sync(state.wait_for, written, 30)
+            # When agent:a's grant is revoked and reported as "any set may have changed"
+            state.on_changes.remove(sets.changed)  # (as a Kafka-fed server reports its batches)
+            written = state.catalog.revoke_grant("agent:a", "acme.lookup", META).position
+            await anyio.to_thread.run_sync(state.wait_for, written, 30)
+            sets.changed(written, None)
+            # Then agent:a is told once, and its list is empty
+            with anyio.fail_after(10):
+                while "ToolListChangedNotification" not in heard:
+                    await anyio.sleep(0.02)
+            assert heard.count("ToolListChangedNotification") == 1  # notifications arrive in order
+            assert (await session.list_tools()).tools == []
     anyio.run(story)
 
 
@@ -132,17 +146,9 @@ def test_list_changed_reaches_a_client_at_every_protocol_version_the_sdk_speaks(
                                                                               version: str) -> None:
     """Handshake versions hear it on their session; 2026-07-28 has no sessions and hears it on its
     `subscriptions/listen` stream, of its own subject's set alone."""
-    from mcp.client.session import ClientSession
     from mcp.client.subscriptions import listen
-    from mcp.shared.memory import create_client_server_memory_streams
-    sets = ReadModelSets(lambda: state.read_model(Freshness(min_position=0)), lambda: state.position)
-    state.on_changes.append(sets.changed)
-    caller = Caller(subject="agent:a", token="a-bot", session_id="memory")
-    gateway = Gateway(sets, state.settings, DecisionLog(None), lambda ctx: caller)
+    _, caller, gateway = _gateway_of_agent_a(state)
     heard: list[str] = []
-
-    async def handler(message: Any) -> None:
-        heard.append(type(message).__name__)
 
     async def told(session: Any) -> None:
         """Another agent's set changes (nothing said), then agent:a's grant is revoked (it is told)."""
@@ -152,33 +158,28 @@ def test_list_changed_reaches_a_client_at_every_protocol_version_the_sdk_speaks(
         await anyio.to_thread.run_sync(state.wait_for, written, 30)
 
     async def story() -> None:
-        async with anyio.create_task_group() as group, create_client_server_memory_streams() as (client, server):
-            await group.start(gateway.run)
-            gateway.opened("memory", caller)
-            group.start_soon(lambda: gateway.server.run(server[0], server[1], gateway.initialization_options()))
-            async with ClientSession(client[0], client[1], message_handler=handler) as session:
-                # Given a client at `version` that lists its tools
-                await _negotiated(session, version)
-                assert [t.name for t in (await session.list_tools()).tools] == ["acme.lookup"]
-                if version in MODERN_PROTOCOL_VERSIONS:
-                    async with listen(session, tools_list_changed=True) as stream:
-                        assert stream.honored.tools_list_changed is True
-                        # When its grant is revoked (after another agent's set changed)
-                        await told(session)
-                        # Then its stream says its list changed, once
-                        with anyio.fail_after(10):
-                            events = [await stream.__anext__()]
-                        with anyio.move_on_after(0.5):
-                            events.append(await stream.__anext__())
-                        assert [type(e).__name__ for e in events] == ["ToolsListChanged"]
-                else:
+        async with _session(gateway, caller, heard) as session:
+            # Given a client at `version` that lists its tools
+            await _negotiated(session, version)
+            assert [t.name for t in (await session.list_tools()).tools] == ["acme.lookup"]
+            if version in MODERN_PROTOCOL_VERSIONS:
+                async with listen(session, tools_list_changed=True) as stream:
+                    assert stream.honored.tools_list_changed is True
+                    # When its grant is revoked (after another agent's set changed)
                     await told(session)
+                    # Then its stream says its list changed, once
                     with anyio.fail_after(10):
-                        while "ToolListChangedNotification" not in heard:
-                            await anyio.sleep(0.02)
-                    await anyio.sleep(0.5)
-                    assert heard.count("ToolListChangedNotification") == 1
-                # And its list is empty now
-                assert (await session.list_tools()).tools == []
-            group.cancel_scope.cancel()
+                        events = [await stream.__anext__()]
+                    with anyio.move_on_after(0.5):
+                        events.append(await stream.__anext__())
+                    assert [type(e).__name__ for e in events] == ["ToolsListChanged"]
+            else:
+                await told(session)
+                with anyio.fail_after(10):
+                    while "ToolListChangedNotification" not in heard:
+                        await anyio.sleep(0.02)
+                await anyio.sleep(0.5)
+                assert heard.count("ToolListChangedNotification") == 1
+            # And its list is empty now
+            assert (await session.list_tools()).tools == []
     anyio.run(story)
