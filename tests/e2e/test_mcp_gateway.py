@@ -487,6 +487,14 @@ async def _told_of_a_new_grant(gateway: Gateway, stream: Any) -> None:
     assert type(event).__name__ == "ToolsListChanged"
 
 
+def _take_back_the_new_grant(gateway: Gateway) -> None:
+    """Revoke that grant if it was made: the module's other stories know agent:other with its one tool."""
+    granted = gateway.sql("SELECT count(*) AS n FROM grants WHERE subject_kind = 'agent' AND subject = 'other' "
+                          "AND target = 'mcp.flaky.echo'")
+    if granted[0]["n"]:
+        gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+
+
 def test_a_2026_client_without_sessions_hears_list_changed_on_its_listen_stream(gateway: Gateway) -> None:
     """The 2026-07-28 protocol has no session to notify: the SDK client opens `subscriptions/listen` and the
     gateway sends its subject's changes there; a revoked token ends the stream."""
@@ -521,11 +529,8 @@ def test_a_2026_client_without_sessions_hears_list_changed_on_its_listen_stream(
                 await session.list_tools()
     try:
         anyio.run(story)
-    finally:  # the module's other stories know agent:other with its one tool
-        granted = gateway.sql("SELECT count(*) AS n FROM grants WHERE subject_kind = 'agent' AND subject = 'other' "
-                              "AND target = 'mcp.flaky.echo'")
-        if granted[0]["n"]:
-            gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+    finally:
+        _take_back_the_new_grant(gateway)
 
 
 async def _upstream_tools(command: str, *args: str) -> dict[str, Any]:
@@ -622,8 +627,5 @@ def test_a_2026_client_through_the_stdio_gateway_lists_calls_and_hears_list_chan
                 assert "mcp.flaky.echo" in [t.name for t in (await session.list_tools()).tools]
     try:
         anyio.run(story)
-    finally:  # the module's other stories know agent:other with its one tool
-        granted = gateway.sql("SELECT count(*) AS n FROM grants WHERE subject_kind = 'agent' AND subject = 'other' "
-                              "AND target = 'mcp.flaky.echo'")
-        if granted[0]["n"]:
-            gateway.write("/v1/grant/revoke", {"subject": "agent:other", "target": "mcp.flaky.echo"})
+    finally:
+        _take_back_the_new_grant(gateway)
