@@ -48,9 +48,10 @@ ALLOWED_TABLE_FUNCTIONS = frozenset({
     "duckdb_types", "duckdb_views", "duckdb_settings", "duckdb_memory",
     "pragma_table_info", "pragma_show", "pragma_database_size", "pragma_storage_info", "pragma_version",
     "pragma_platform", "pragma_collations", "pg_timezone_names", "icu_calendar_names",
-    # The read model's own table macros (migrations 093, 183): one subject's or one tool's effective history,
-    # from its tables only.
+    # The read model's own table macros (migrations 093, 183, 188): one subject's or one tool's effective
+    # history, from its tables only.
     "effective_history_of", "effective_history_of_subject", "effective_history_of_tool", "effective_history_for",
+    "effective_history_for_subject",
 })
 # PRAGMAs that only read (`PRAGMA table_info('tools')`); any other PRAGMA may change a setting.
 READ_PRAGMAS = frozenset({"table_info", "show", "show_tables", "show_tables_expanded", "database_size",

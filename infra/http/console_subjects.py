@@ -135,13 +135,13 @@ def subject_view(con: duckdb.DuckDBPyConnection, subject: str, at: str | None = 
 def changes_view(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], since: str, until: str
                  ) -> dict[str, Any]:
     """The changes of the subject's set after `since` and up to `until`, by the event that made each: tools
-    added, removed, or changed (provenance or exposure), from `effective_history_of` (the versions of its set)."""
+    added, removed, or changed (provenance or exposure), from the versions of its set (migration 188)."""
     low, high = bound(con, since, "from"), bound(con, until, "to")
     if low > high:
         raise UsageError(f"from ({since}, position {low}) comes after to ({until}, position {high})")
     versions = select_rows(con, """
         SELECT tool_key, tool_id, provenance, inherited_from, exposure, valid_from, valid_to
-        FROM effective_history_of($kind, $name)
+        FROM effective_history_for_subject($kind, $name)
         WHERE (valid_from > $low AND valid_from <= $high) OR (valid_to > $low AND valid_to <= $high)""",
                            {"kind": subject[0], "name": subject[1], "low": low, "high": high})
     by_event: dict[int, dict[str, dict[str, Any]]] = {}

@@ -86,7 +86,7 @@ def left_at(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_key: 
     """For a tool the subject no longer sees at `at`: the event that ended its last version in the subject's
     set (e.g. the grant's revoke), as {"position", "type", "recorded_at"}; None when it never saw it."""
     rows = run(con, """
-        SELECT h.valid_to, e.type, epoch_us(e.recorded_at) FROM effective_history_of($kind, $name) h
+        SELECT h.valid_to, e.type, epoch_us(e.recorded_at) FROM effective_history_for_subject($kind, $name) h
         JOIN events e ON e.position = h.valid_to
         WHERE h.tool_key = $key AND h.valid_to IS NOT NULL AND h.valid_to <= $at
         ORDER BY h.valid_to DESC LIMIT 1""", {"kind": subject[0], "name": subject[1], "key": tool_key, "at": at})
