@@ -270,16 +270,23 @@ def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid:
                        "gateway_cpu_ms_per_call": cpu_ms, "upstream_cpu_ms_per_direct_call": upstream_cpu_ms}}
 
 
-def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes) -> dict[str, Any]:
+def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, pids: dict[str, int | None] | None = None
+                 ) -> dict[str, Any]:
     """tools/list of the whole set, direct and through the gateway: with the lean client (the servers'
     time: the budget's figure) and with the SDK's client (what an agent on the SDK waits, its own parsing
-    and validation included)."""
+    and validation included). With the processes' IDs (`pids`, by path), `server_cpu_ms`: the CPU time the
+    server spent per complete listing of the lean client's (its own share of the time, on a machine whose
+    other processes, the client's included, take the cores meanwhile)."""
     import anyio
     figures: dict[str, Any] = {}
     for name, path in (("direct", direct), ("gateway", gateway)):
+        pid = (pids or {}).get(name)
+        before = cpu_seconds(pid) if pid else 0.0
         count, lean = lean_list_latencies(path, sizes.lists)
+        server_cpu_ms = round((cpu_seconds(pid) - before) * 1000 / (len(lean) + 1), 2) if pid else None
         _, sdk = anyio.run(list_latencies, path, max(3, sizes.lists // 10))
-        figures[name] = {"tools": count, **percentiles(lean), "sdk_client": percentiles(sdk)}
+        figures[name] = {"tools": count, **percentiles(lean), "server_cpu_ms": server_cpu_ms,
+                         "sdk_client": percentiles(sdk)}
     return {"tools_list": figures}
 
 
@@ -467,7 +474,7 @@ class GatewayFigures:
         sizes = self.sizes
         gateway = Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {bench}"})
         figures = {**call_figures(direct, gateway, sizes, gateway_pid, self.upstream_pids[0]),
-                   **list_figures(direct, gateway, sizes)}
+                   **list_figures(direct, gateway, sizes, {"direct": self.upstream_pids[0], "gateway": gateway_pid})}
         local, clients = threading.local(), []
 
         def grant(tool: str) -> None:
