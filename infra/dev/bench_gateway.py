@@ -270,16 +270,23 @@ def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid:
                        "gateway_cpu_ms_per_call": cpu_ms, "upstream_cpu_ms_per_direct_call": upstream_cpu_ms}}
 
 
-def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes) -> dict[str, Any]:
+def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, pids: dict[str, int | None] | None = None
+                 ) -> dict[str, Any]:
     """tools/list of the whole set, direct and through the gateway: with the lean client (the servers'
     time: the budget's figure) and with the SDK's client (what an agent on the SDK waits, its own parsing
-    and validation included)."""
+    and validation included). With the processes' IDs (`pids`, by path), `server_cpu_ms`: the CPU time the
+    server spent per complete listing of the lean client's (its own share of the time, on a machine whose
+    other processes, the client's included, take the cores meanwhile)."""
     import anyio
     figures: dict[str, Any] = {}
     for name, path in (("direct", direct), ("gateway", gateway)):
+        pid = (pids or {}).get(name)
+        before = cpu_seconds(pid) if pid else 0.0
         count, lean = lean_list_latencies(path, sizes.lists)
+        server_cpu_ms = round((cpu_seconds(pid) - before) * 1000 / (len(lean) + 1), 2) if pid else None
         _, sdk = anyio.run(list_latencies, path, max(3, sizes.lists // 10))
-        figures[name] = {"tools": count, **percentiles(lean), "sdk_client": percentiles(sdk)}
+        figures[name] = {"tools": count, **percentiles(lean), "server_cpu_ms": server_cpu_ms,
+                         "sdk_client": percentiles(sdk)}
     return {"tools_list": figures}
 
 
@@ -423,7 +430,7 @@ class GatewayFigures:
         bench, listener = (create_token(home, name, ["call"], subject=f"agent:{name}") for name in ("bench", "listener"))
         admin = create_token(home, "admin", ["read", "write"])
         with served(home, {}) as (base, pid):
-            return self._figures(direct, base + "/mcp", bench, listener, base, admin, tools, pid)
+            return self._figures(direct, base + "/mcp", bench, listener, base, admin, tools, pid, pid)
 
     def _through_kafka(self, direct: Endpoint) -> dict[str, Any]:
         """The same figures through `toolcat gateway --from kafka`: a `toolcat serve` with Kafka on publishes
@@ -447,27 +454,30 @@ class GatewayFigures:
                                for name in ("bench", "listener"))
             port = free_port()
             gateway_log = self.root / "kafka-gateway.log"
-            with served(home, env) as (base, _), \
+            with served(home, env) as (base, server_pid), \
                     child(["--home", str(home), "relay", "--follow"], env, self.root / "kafka-relay.log"), \
                     child(["--home", str(gateway_home), "gateway", "--from", "kafka", "--port", str(port)], env,
                           gateway_log) as gateway:
                 gateway_url = f"http://127.0.0.1:{port}"
                 wait_until(lambda: httpx.get(gateway_url + "/v1/health").status_code == 200, gateway,
                            "toolcat gateway --from kafka", gateway_log)
-                return self._figures(direct, gateway_url + "/mcp", bench, listener, base, admin, tools, gateway.pid)
+                return self._figures(direct, gateway_url + "/mcp", bench, listener, base, admin, tools, gateway.pid,
+                                     server_pid)
         finally:
             if broker is not None:
                 broker.stop()
 
     def _figures(self, direct: Endpoint, mcp_url: str, bench: str, listener: str, base: str, admin: str,
-                 tools: list[str], gateway_pid: int) -> dict[str, Any]:
+                 tools: list[str], gateway_pid: int, server_pid: int) -> dict[str, Any]:
         """Each figure of the issue's budget through the gateway at `mcp_url` (its process `gateway_pid`),
-        beside the direct path's; list_changed from grants written to the server at `base`."""
+        beside the direct path's; list_changed from grants written to the server at `base` (its process
+        `server_pid`, the gateway's own in `toolcat serve`), with the CPU each process spent per write
+        meanwhile (`cpu_ms_per_write`: steadier than the times on a shared machine)."""
         import anyio
         sizes = self.sizes
         gateway = Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {bench}"})
         figures = {**call_figures(direct, gateway, sizes, gateway_pid, self.upstream_pids[0]),
-                   **list_figures(direct, gateway, sizes)}
+                   **list_figures(direct, gateway, sizes, {"direct": self.upstream_pids[0], "gateway": gateway_pid})}
         local, clients = threading.local(), []
 
         def grant(tool: str) -> None:
@@ -477,10 +487,15 @@ class GatewayFigures:
             local.client.post("/v1/grant/add", json={"subject": "agent:listener", "target": tool}).raise_for_status()
         # as many writes as the rate and time ask, and the echo server has tools to grant
         seconds = min(sizes.seconds, len(tools) / sizes.writes_per_s)
+        processes = {"server": server_pid, **({"gateway": gateway_pid} if gateway_pid != server_pid else {})}
+        before = {name: cpu_seconds(pid) for name, pid in processes.items()}
         try:
-            figures["list_changed"] = anyio.run(
+            changed = anyio.run(
                 list_changed_latencies, Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {listener}"}),
                 grant, tools[:int(sizes.writes_per_s * seconds)], sizes.writes_per_s, seconds)
+            figures["list_changed"] = {**changed, "cpu_ms_per_write": {
+                name: round((cpu_seconds(pid) - before[name]) * 1000 / max(1, changed["writes"]), 2)
+                for name, pid in processes.items()}}
         finally:
             for client in clients:
                 client.close()

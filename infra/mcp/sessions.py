@@ -36,7 +36,7 @@ class Opened:
     """An initialized session; `call` runs one request within the request timeout."""
 
     server: str
-    session: Any  # mcp.client.session.ClientSession
+    session: Any  # mcp.client.session.ClientSession, or infra.mcp.posted.PostedSession
     initialized: Any  # mcp.types.InitializeResult
     settings: Settings
     secrets: set[str]
@@ -92,13 +92,47 @@ async def _transport(connection: Connection, secrets: dict[str, str], settings: 
         async with stdio_client(params, errlog=stderr) as (read, write):
             yield read, write
         return
-    import httpx2  # the SDK's HTTP client (a dependency of mcp)
     from mcp.client.streamable_http import streamable_http_client
     assert connection.url is not None
-    timeout = httpx2.Timeout(settings.mcp_request_seconds, connect=settings.mcp_connect_seconds)
-    async with httpx2.AsyncClient(headers=secrets, timeout=timeout, transport=_kept_alive()) as client:
+    async with _http_client(secrets, settings) as client:
         async with streamable_http_client(connection.url, http_client=client) as (read, write):
             yield read, write
+
+
+def _http_client(secrets: dict[str, str], settings: Settings) -> Any:
+    """The HTTP client of a session over streamable HTTP: the resolved headers, the settings' bounds, the
+    connections kept alive."""
+    import httpx2  # the SDK's HTTP client (a dependency of mcp)
+    timeout = httpx2.Timeout(settings.mcp_request_seconds, connect=settings.mcp_connect_seconds)
+    return httpx2.AsyncClient(headers=secrets, timeout=timeout, transport=_kept_alive())
+
+
+@asynccontextmanager
+async def _client_session(connection: Connection, secrets: dict[str, str], settings: Settings,
+                          stderr: IO[str] | None, heard: Callable[[Any], Awaitable[None]], posted: bool
+                          ) -> AsyncIterator[Any]:
+    """An SDK `ClientSession`, or with `posted` a `PostedSession` where the server is reached over HTTP."""
+    if posted and connection.transport != "stdio":
+        from infra.mcp.posted import PostedSession
+        assert connection.url is not None
+        async with _http_client(secrets, settings) as client:
+            session = PostedSession(client, connection.url, _posted_message_bytes(settings))
+            try:
+                yield session
+            finally:
+                await session.aclose()
+        return
+    from mcp.client.session import ClientSession
+    async with _transport(connection, secrets, settings, stderr) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=settings.mcp_request_seconds,
+                                 message_handler=heard) as session:
+            yield session
+
+
+def _posted_message_bytes(settings: Settings) -> int:
+    """The largest message a posted session reads: a guard of memory only, past the gateway's bound on an
+    answer (`answer_size`, which says which setting it is) with room for the envelope and JSON's escapes."""
+    return 2 * settings.gateway_max_answer_bytes + 65536
 
 
 # How long closing an answered POST's event stream may read on to the end of its body (the server ends it
@@ -115,18 +149,22 @@ def _kept_alive() -> Any:
 
     class Drained(httpx2.AsyncByteStream):
         def __init__(self, stream: Any) -> None:
-            self.stream = stream
+            self.stream, self.ended = stream, False
 
         async def __aiter__(self) -> Any:
             async for chunk in self.stream:
                 yield chunk
+            self.ended = True
 
         async def aclose(self) -> None:
+            # Only a body left before its end is drained: httpx closes a body read to its end too, and
+            # reading it again waited the whole DRAIN_SECONDS for bytes that never come (50 ms a call).
             import anyio
             try:
-                with anyio.move_on_after(DRAIN_SECONDS):
-                    async for _ in self.stream:
-                        pass
+                if not self.ended:
+                    with anyio.move_on_after(DRAIN_SECONDS):
+                        async for _ in self.stream:
+                            pass
             finally:
                 await self.stream.aclose()
 
@@ -143,12 +181,13 @@ def _kept_alive() -> Any:
 
 @asynccontextmanager
 async def open_session(server: str, connection: Connection, settings: Settings,
-                       on_tools_changed: Callable[[], None] | None = None) -> AsyncIterator[Opened]:
+                       on_tools_changed: Callable[[], None] | None = None, posted: bool = False
+                       ) -> AsyncIterator[Opened]:
     """A started, initialized session to `server`; closed (its process stopped) on exit.
-    `on_tools_changed()`: called when the server sends `notifications/tools/list_changed`."""
+    `on_tools_changed()`: called when the server sends `notifications/tools/list_changed`.
+    `posted`: over HTTP, a `PostedSession` (infra/mcp/posted.py: calls only, no server notifications)."""
     import anyio
     from mcp import types
-    from mcp.client.session import ClientSession
 
     async def heard(message: Any) -> None:
         if on_tools_changed is not None and isinstance(message, types.ToolListChangedNotification):
@@ -165,13 +204,11 @@ async def open_session(server: str, connection: Connection, settings: Settings,
         with anyio.CancelScope() as scope:
             scope.deadline = anyio.current_time() + connect
             try:
-                async with _transport(connection, resolved, settings, stderr) as (read, write):
-                    async with ClientSession(read, write, read_timeout_seconds=settings.mcp_request_seconds,
-                                             message_handler=heard) as session:
-                        initialized = await session.initialize()
-                        scope.deadline = math.inf  # connected: later requests have their own bound
-                        opened = Opened(server, session, initialized, settings, secrets, stderr)
-                        yield opened
+                async with _client_session(connection, resolved, settings, stderr, heard, posted) as session:
+                    initialized = await session.initialize()
+                    scope.deadline = math.inf  # connected: later requests have their own bound
+                    opened = Opened(server, session, initialized, settings, secrets, stderr)
+                    yield opened
             except Exception as error:  # noqa: BLE001 - whatever the transport raised, said as one line
                 if isinstance(_innermost(error), ToolcatError):  # the caller's own refusal, or a timeout's
                     raise _innermost(error) from None

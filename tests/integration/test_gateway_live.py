@@ -183,3 +183,23 @@ def test_list_changed_reaches_a_client_at_every_protocol_version_the_sdk_speaks(
             # And its list is empty now
             assert (await session.list_tools()).tools == []
     anyio.run(story)
+
+
+def test_the_directory_reads_again_only_what_a_batch_changed(state: ServerState) -> None:
+    sets, _, _ = _gateway_of_agent_a(state)
+
+    def after(written: int) -> Any:
+        state.wait_for(written, 30)
+        return sets.directory()
+    # Given the directory as the gateway first read it
+    first = sets.directory()
+    lookup = first.tools["acme.lookup"]
+    # When a grant is written: the catalog moved, no tool did, so the same descriptors are kept
+    granted = after(state.catalog.add_grant("agent:b", "acme.lookup", META).position)
+    assert granted.position > first.position and granted.tools["acme.lookup"] is lookup
+    # When an alias is added: the names are read again, the descriptors still kept
+    aliased = after(state.catalog.add_alias("acme.lookup", "acme.find", False, META).position)
+    assert aliased.names["acme.find"].canonical_id == "acme.lookup" and aliased.tools["acme.lookup"] is lookup
+    # When the tool is renamed: the descriptors are read again
+    renamed = after(state.catalog.rename_tool("acme.lookup", "acme.search", META).position)
+    assert "acme.lookup" not in renamed.tools and renamed.tools["acme.search"].tool_key == lookup.tool_key

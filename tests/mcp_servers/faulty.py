@@ -2,6 +2,7 @@
 at each tools/list, so a story can change them between syncs), in pages, and can play a faulty server.
 
     python faulty.py TOOLS.json [--page-size N] [--fault exit|hang-initialize|die-mid-list|many:N] [--notify-changes]
+                                [--http PORT]
 
 tools/call (for the gateway's stories), by the tool's name: `echo` answers its `message` (with two progress
 notifications when the call asks for progress), `crash` exits in the middle of the call, `slow` never
@@ -11,6 +12,12 @@ answers an MCP error.
 
 --notify-changes: once a client has listed the tools, a change of TOOLS.json (its modification time) is
 sent to it as `notifications/tools/list_changed`.
+
+--http PORT: serve streamable HTTP on 127.0.0.1:PORT (0: a free one) instead of stdio, printing
+`listening on http://127.0.0.1:PORT/mcp` once it accepts connections.
+
+A cancelled `slow` call says so on stderr (`faulty: slow call cancelled`): how a story sees that the
+client's `notifications/cancelled` arrived.
 
 TOOLS.json: a list of MCP tool objects ({"name", "description", "inputSchema", "annotations", …}), passed
 as they are (invalid schemas and duplicate names included)."""
@@ -46,6 +53,7 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=50)
     parser.add_argument("--fault", default="")
     parser.add_argument("--notify-changes", action="store_true")
+    parser.add_argument("--http", type=int, default=None)
     options = parser.parse_args()
     if options.fault == "exit":
         sys.stderr.write("faulty: exiting at once, as asked\n")
@@ -84,7 +92,11 @@ def main() -> None:
             sys.stderr.flush()
             os._exit(5)
         if params.name == "slow":
-            await anyio.sleep_forever()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                sys.stderr.write("faulty: slow call cancelled\n")
+                sys.stderr.flush()
         if params.name == "garbage":
             return {"content": "this is not a list of content blocks", "isError": "maybe"}
         if params.name == "big":
@@ -105,6 +117,10 @@ def main() -> None:
                 seen = now
                 await listeners[0].send_tool_list_changed()
 
+    if options.http is not None:
+        serve_http(server, options.http)
+        return
+
     async def run() -> None:
         notify = NotificationOptions(tools_changed=options.notify_changes)
         async with stdio_server() as (read, write), anyio.create_task_group() as tasks:
@@ -113,6 +129,20 @@ def main() -> None:
             await server.run(read, write, server.create_initialization_options(notify))
             tasks.cancel_scope.cancel()
     anyio.run(run)
+
+
+def serve_http(server: Server[Any], port: int) -> None:
+    """`server` over streamable HTTP, as infra/dev/echo_mcp.py serves its own (Nagle off, the port said)."""
+    import socket
+
+    import uvicorn
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    listening.bind(("127.0.0.1", port))
+    listening.listen(128)
+    print(f"listening on http://127.0.0.1:{listening.getsockname()[1]}/mcp", flush=True)
+    uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="warning")).run(sockets=[listening])
 
 
 if __name__ == "__main__":

@@ -230,13 +230,12 @@ class Gateway:
 
     def _listing(self, subject_set: SubjectSet, directory: Directory) -> list[dict[str, Any]]:
         """The subject's listing, built once per (set, directory): both are replaced, never changed, when a
-        batch changes them, so the same pair lists the same tools (a 1,000-tool set is 1,000 models), kept
-        in their wire form."""
+        batch changes them, so the same pair lists the same tools; each tool's wire form is its
+        descriptor's, built once (`Descriptor.listed`)."""
         kept = self._listed.get(subject_set.subject)
         if kept is not None and kept[0] is subject_set and kept[1] is directory:
             return kept[2]
-        tools = [_listed(tool).model_dump(by_alias=True, mode="json", exclude_none=True)
-                 for tool in listed(directory, subject_set)]
+        tools = [tool.listed() for tool in listed(directory, subject_set)]
         if len(self._listed) >= LISTINGS_KEPT:
             self._listed.clear()
         self._listed[subject_set.subject] = (subject_set, directory, tools)
@@ -340,15 +339,6 @@ class Gateway:
 def _revoked() -> MCPError:
     return MCPError(REFUSED, "the session's token is no longer valid (revoked, replaced or expired)",
                     {"reason": "token_revoked"})
-
-
-def _listed(tool: Descriptor) -> types.Tool:
-    """The tool as tools/list shows it: the catalog's description, schemas, title and annotations."""
-    annotations = tool.annotations()
-    return types.Tool(name=tool.tool_id, title=tool.title, description=tool.description,
-                      input_schema=dict(tool.input_schema) if tool.input_schema else {"type": "object"},
-                      output_schema=dict(tool.output_schema) if tool.output_schema else None,
-                      annotations=types.ToolAnnotations.model_validate(annotations) if annotations else None)
 
 
 def _refusal(resolution: Resolution) -> str:

@@ -100,6 +100,24 @@ class Descriptor:
             object.__setattr__(self, "_facts", found)
         return found
 
+    def listed(self) -> dict[str, Any]:
+        """The tool as tools/list shows it (an MCP `Tool` in wire form): the catalog's description, schemas,
+        title and annotations. Built once, as `facts()`: while grants change a subject's set many times a
+        second, each listing is then the set's tools, not 1,000 models built and dumped again (≈ 45 ms of
+        CPU for a 1,000-tool set here, as much as the SDK server's own validation of the listing)."""
+        found = self.__dict__.get("_listed")
+        if found is None:
+            import mcp_types as types
+            hints = self.annotations()
+            found = types.Tool(
+                name=self.tool_id, title=self.title, description=self.description,
+                input_schema=dict(self.input_schema) if self.input_schema else {"type": "object"},
+                output_schema=dict(self.output_schema) if self.output_schema else None,
+                annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
+            ).model_dump(by_alias=True, mode="json", exclude_none=True)
+            object.__setattr__(self, "_listed", found)
+        return found
+
     def annotations(self) -> dict[str, Any]:
         """MCP annotations: the server's own (title, idempotent, open world), with the read-only and
         destructive hints from the catalog's risk tag (the reverse of domain/mcp_tools.RISK_BY_ANNOTATION):

@@ -71,7 +71,7 @@ class UpstreamPool:
 
     async def _hold(self, server: str, held: _Held) -> None:
         try:
-            async with open_session(server, held.connection, self.settings) as opened:
+            async with open_session(server, held.connection, self.settings, posted=True) as opened:
                 held.opened = opened
                 held.ready.set()
                 await held.done.wait()
