@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -19,7 +19,10 @@ from domain.errors import IntegrityFailure, UsageError
 from projections.catchup import history_reader
 from projections.canonical import GENESIS_HASH
 from projections.envelope import Envelope, chain_all
-from projections.rows import scalar
+from projections.rows import registered, run, scalar
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PAGE = 5000
 ACCEPTED = "Audit.AlteredHistoryAccepted"
@@ -155,11 +158,24 @@ BODY = ("prev_position, originator_id, originator_version, type, type_version, r
 CHECK_PAGE = 50_000
 
 
-def _rows(con: duckdb.DuckDBPyConnection, after: int, upto: int) -> dict[int, tuple[str, str, str]]:
-    """(prev_hash, hash, digest of the body) by position, for positions in (after, upto]."""
-    return {p: (prev, h, body) for p, prev, h, body in con.execute(
-        f"SELECT position, prev_hash, hash, md5(concat_ws('|', {BODY})) FROM events "
-        "WHERE position > ? AND position <= ?", [after, upto]).fetchall()}
+def _recorded(con: duckdb.DuckDBPyConnection, after: int, upto: int) -> pa.Table:
+    """(position, prev_hash, hash, body: digest of the body) of positions in (after, upto], as Arrow."""
+    return con.sql(f"SELECT position, prev_hash, hash, md5(concat_ws('|', {BODY})) AS body FROM events "
+                   "WHERE position > $after AND position <= $upto", params={"after": after, "upto": upto}
+                   ).to_arrow_table()
+
+
+# The positions of `_recorded` rows (the old read model's) whose event in `events` (the rebuilt one's)
+# vanished or changed: a changed body is an altered event; a changed hash on an unchanged link too (the
+# hash itself). Joined in DuckDB, not compared in Python: a row tuple and a dict entry per event of both
+# read models cost ≈ 5 s of a 1M-event rebuild.
+_ALTERED = f"""
+SELECT r.position, r.hash, e.hash FROM _toolcat_recorded r
+LEFT JOIN (SELECT position, prev_hash, hash, md5(concat_ws('|', {BODY})) AS body FROM events
+           WHERE position > $after AND position <= $upto) e ON e.position = r.position
+WHERE e.position IS NULL OR e.body <> r.body
+   OR (e.prev_hash IS NOT DISTINCT FROM r.prev_hash AND e.hash IS DISTINCT FROM r.hash)
+ORDER BY r.position"""
 
 
 def _accepted_seals(con: duckdb.DuckDBPyConnection) -> set[int]:
@@ -181,13 +197,9 @@ def rebuild_disagreements(fresh: duckdb.DuckDBPyConnection, old: duckdb.DuckDBPy
         last = last if upto is None else min(last, upto)
         for after in range(0, last, CHECK_PAGE):
             page_end = min(after + CHECK_PAGE, last)
-            before, now = _rows(old, after, page_end), _rows(fresh, after, page_end)
-            for position in sorted(before):
-                was, new = before[position], now.get(position)
-                # a changed body is an altered event; a changed hash on an unchanged link too (the hash itself)
-                if new is None or new[2] != was[2] or (new[0] == was[0] and new[1] != was[1]):
-                    altered.append({"position": position, "old_hash": was[1],
-                                    "new_hash": None if new is None else new[1]})
+            with registered(fresh, "_toolcat_recorded", _recorded(old, after, page_end)):
+                altered += [{"position": position, "old_hash": was, "new_hash": new} for position, was, new
+                            in run(fresh, _ALTERED, {"after": after, "upto": page_end})]
     seals: dict[int, dict[str, Any]] = {}
     overridden = _accepted_seals(fresh) | (_accepted_seals(old) if old is not None else set())
     for con in (fresh, old):

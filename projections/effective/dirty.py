@@ -47,6 +47,7 @@ class BatchDirty:
     general: bool = False
     reaching: Reach | None = None  # who the holders reach, as `touched` was worked out (the refresh reuses it)
     facts: WayTools | None = None  # the current tools' facts, as the projector keeps them
+    general_noted: bool = False  # its `general` is in fast_grants.py's table once committed (maintenance.py)
 
     def record(self, con: duckdb.DuckDBPyConnection, notes: bool = True) -> None:
         """Into `effective_dirty` and (`notes`: for the fast paths) fast_grants.py's table, for a refresh in
@@ -91,11 +92,15 @@ class DirtyPart:
 
     handlers: dict[str, Handler] = {}
 
-    def __init__(self, reaching: Reach | None = None, facts: WayTools | None = None) -> None:
+    def __init__(self, reaching: Reach | None = None, facts: WayTools | None = None,
+                 general_noted: bool = False) -> None:
         """`reaching`: who holders reach, as an earlier batch worked it out, when still true for this one;
         `facts`: the current tools' facts an earlier batch read, when still true (both kept by
-        maintenance.Maintenance when its fast path `kept` is on)."""
-        self.kept_reach, self.kept_facts = reaching, facts
+        maintenance.Maintenance when its fast path `kept` is on); `general_noted`: an earlier batch noted
+        `general` for the refresh this one's subjects wait for, so the general query refreshes them anyway
+        and nothing is noted (a long catch-up's pages: a dict per grant or binding, and the statements that
+        would write them, for nothing)."""
+        self.kept_reach, self.kept_facts, self.general_noted = reaching, facts, general_noted
         self.discard()
 
     def discard(self) -> None:
@@ -106,7 +111,7 @@ class DirtyPart:
         self.moved_tools: Positions = {}       # tool keys whose canonical ID or input schema changed
         self.aliases_changed = 0               # allowlists resolve through aliases
         self.notes: list[dict[str, object]] = []  # for the fast paths (fast_grants.py)
-        self.general = False                   # an event only the general refresh follows
+        self.general = self.general_noted      # an event only the general refresh follows
         self.dirty = BatchDirty()              # what the batch flushed last touched
 
     def prefetch(self, con: duckdb.DuckDBPyConnection, envelopes: list[Envelope]) -> None:

@@ -62,13 +62,16 @@ class Maintenance:
         self.last: str | None = None
         self._reach: Reach | None = None    # who holders reach, as the last batch committed worked it out
         self._facts: WayTools | None = None  # the current tools' facts, as the last batch committed read them
+        # A `general` the committed batches noted in fast_grants.py's table, not yet refreshed: the batches
+        # after it note nothing (the refresh they wait for runs the general query whatever they note).
+        self._general_noted = False
 
     def part(self, types: set[str]) -> DirtyPart:
         """The dirty-tracking part of a batch of these event types, with what is still true of the last."""
         if not self.fast.kept:
-            return DirtyPart()
+            return DirtyPart(general_noted=self._general_noted)
         return DirtyPart(self._reach if REACH_EVENTS.isdisjoint(types) else None,
-                         self._facts if WAY_TOOLS_CHANGED_BY.isdisjoint(types) else None)
+                         self._facts if WAY_TOOLS_CHANGED_BY.isdisjoint(types) else None, self._general_noted)
 
     def refresh(self, con: duckdb.DuckDBPyConnection, dirty: BatchDirty, position: int, settle: bool,
                 alone: bool) -> list[str]:
@@ -77,16 +80,20 @@ class Maintenance:
         subjects whose set changed."""
         if alone:
             return self.refresh_dirty(con, position, dirty)
-        dirty.record(con, notes=self.fast.grants or self.fast.ways)
+        noting = self.fast.grants or self.fast.ways
+        dirty.record(con, notes=noting and not self._general_noted)
+        dirty.general_noted = noting and dirty.general and not settle  # settled: refresh_dirty drops the notes
         return self.refresh_dirty(con, position) if settle else []
 
     def committed(self, dirty: BatchDirty) -> None:
         """The batch's transaction committed: what it worked out holds for the next batch."""
         self._reach, self._facts = dirty.reaching, dirty.facts
+        self._general_noted = self._general_noted or dirty.general_noted
 
     def forget(self) -> None:
-        """A transaction failed: nothing worked out in it holds."""
+        """A transaction failed: nothing worked out in it holds (nor, to be safe, what the table holds)."""
         self._reach = self._facts = None
+        self._general_noted = False
 
     def refresh_dirty(self, con: duckdb.DuckDBPyConnection, position: int,
                       batch: BatchDirty | None = None) -> list[str]:
@@ -114,6 +121,7 @@ class Maintenance:
                 run(con, "DELETE FROM effective_dirty")
         if batch is None:
             fast_grants.forget(con)
+            self._general_noted = False
         # Updated in place (one statement of each pass); inserted when the table is empty.
         if not run(con, "UPDATE effective_valid SET position = $p", {"p": position})[0][0]:
             run(con, "INSERT INTO effective_valid VALUES ($p)", {"p": position})

@@ -339,3 +339,26 @@ def test_a_kept_projector_tells_the_subjects_its_passes_changed_once(home: Home)
     home.catalog.publish_release("9.9.9", META)
     assert home.follow() == []
     assert home.projector.take_changes() == []
+
+
+def test_a_catch_up_notes_nothing_after_its_first_general_and_its_follower_takes_the_delta_again(
+        home: Home) -> None:
+    # given a unit created (only the general query follows it), then grants, written since the last pass
+    home.catalog.create_unit("day", "support", META)
+    for tool in ("webfetch", "websearch", "grep"):
+        home.catalog.add_grant("unit:day", tool, META)
+    # when a catch-up applies them a page per event (the first grant opens the unit's grants: five), leaving
+    # the sets to its end
+    noting: list[bool] = []
+    catch_up(home.catalog, home.projector, page_size=1,
+             progress=lambda tracking: noting.append(not home.projector.effective.part({"Grants.Added"}).general))
+    # then the pages after the unit's note nothing for the delta (its refresh runs the general query anyway),
+    # and the sets the catch-up settled are those of history
+    assert noting == [False] * 5
+    assert home.projector.effective.last in ("subjects", "all")
+    assert home.differences() == 0
+    # and once settled, a follower's pass of grants alone takes the delta again
+    assert home.projector.effective.part({"Grants.Added"}).general is False
+    home.catalog.add_grant("unit:day", "read", META)
+    assert applied(home, follow=True) == ["unit:day"]
+    assert home.projector.effective.last == "fast"
