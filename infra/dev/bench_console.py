@@ -169,7 +169,6 @@ def console_figures(root: Path, say: Any, shape: Shape | None = None, requests: 
                 time.sleep(0.2)
             for name, path in pages(asked).items():
                 measured[name] = _measure(client, path, requests, server)
-                figure = measured[name]
                 say(f"bench: console {name}: " + _line(measured[name]))
     finally:
         process.send_signal(signal.SIGTERM)
