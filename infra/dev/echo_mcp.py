@@ -42,26 +42,29 @@ def echo_server(count: int = 1) -> Server[Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import uvicorn
     parser = argparse.ArgumentParser(prog="echo_mcp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tools", type=int, default=1)
     options = parser.parse_args(argv)
-    app = echo_server(max(1, options.tools)).streamable_http_app()
-    # The socket is bound here so that --port 0 can say which port it got before serving.
+    serve(echo_server(max(1, options.tools)), options.port)
+    sys.exit(0)
+
+
+def serve(server: Server[Any], port: int) -> None:
+    """`server` over streamable HTTP on 127.0.0.1:`port`, printing `listening on URL` once it accepts
+    connections (also tests/mcp_servers/faulty.py's --http)."""
+    import uvicorn
+    # The socket is bound here so that port 0 can say which port it got before serving.
     # A TCP socket said to be one (as infra/http/server.bind makes it): asyncio turns Nagle's algorithm off
     # only then, and a kept connection's answers would otherwise wait 40 ms for the client's delayed ACK.
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    listening.bind(("127.0.0.1", options.port))
+    listening.bind(("127.0.0.1", port))
     listening.listen(128)  # connections wait in the backlog until uvicorn serves
-    port = listening.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
-    server.run(sockets=[listening])
-    sys.exit(0)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    print(f"listening on http://127.0.0.1:{listening.getsockname()[1]}/mcp", flush=True)
+    uvicorn.Server(config).run(sockets=[listening])
 
 
 if __name__ == "__main__":

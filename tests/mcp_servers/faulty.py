@@ -118,7 +118,8 @@ def main() -> None:
                 await listeners[0].send_tool_list_changed()
 
     if options.http is not None:
-        serve_http(server, options.http)
+        from infra.dev.echo_mcp import serve  # the echo server's way: Nagle off, the port said
+        serve(server, options.http)
         return
 
     async def run() -> None:
@@ -129,20 +130,6 @@ def main() -> None:
             await server.run(read, write, server.create_initialization_options(notify))
             tasks.cancel_scope.cancel()
     anyio.run(run)
-
-
-def serve_http(server: Server[Any], port: int) -> None:
-    """`server` over streamable HTTP, as infra/dev/echo_mcp.py serves its own (Nagle off, the port said)."""
-    import socket
-
-    import uvicorn
-    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    listening.bind(("127.0.0.1", port))
-    listening.listen(128)
-    print(f"listening on http://127.0.0.1:{listening.getsockname()[1]}/mcp", flush=True)
-    uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="warning")).run(sockets=[listening])
 
 
 if __name__ == "__main__":

@@ -60,16 +60,18 @@ def _json(value: Any) -> Any:
 _TOOLS_STAMP, _RULES_STAMP, _SERVERS_STAMP = (0, 3, 6), (4,), (5,)
 
 
-def read_directory(con: duckdb.DuckDBPyConnection, position: int, before: Directory | None = None,
-                   moved: Callable[[tuple[int, ...]], bool] = lambda columns: True) -> Directory:
-    """The directory as the read model holds it now; with `before`, the parts whose stamp columns have not
-    `moved` are kept from it (the same descriptors, and with them what each built once)."""
-    fresh, kept = before is None, before or Directory()
-    return Directory(position=position,
-                     tools=_read_tools(con) if fresh or moved(_TOOLS_STAMP) else kept.tools,
-                     names=_read_names(con),
-                     rules=_read_rules(con) if fresh or moved(_RULES_STAMP) else kept.rules,
-                     servers=_read_servers(con) if fresh or moved(_SERVERS_STAMP) else kept.servers)
+def read_directory(con: duckdb.DuckDBPyConnection, stamp: tuple[Any, ...],
+                   before: tuple[Directory, tuple[Any, ...]] | None = None) -> Directory:
+    """The directory as the read model holds it at `stamp` (a row of _DIRECTORY_STAMP); with `before`
+    (the directory and its stamp), the parts whose stamp columns have not moved are kept from it (the same
+    descriptors, and with them what each built once)."""
+    def part(columns: tuple[int, ...], kept: str, read: Callable[[duckdb.DuckDBPyConnection], Any]) -> Any:
+        if before is not None and all(stamp[column] == before[1][column] for column in columns):
+            return getattr(before[0], kept)
+        return read(con)
+    return Directory(position=stamp[-1] or 0, tools=part(_TOOLS_STAMP, "tools", _read_tools),
+                     names=_read_names(con), rules=part(_RULES_STAMP, "rules", _read_rules),
+                     servers=part(_SERVERS_STAMP, "servers", _read_servers))
 
 
 def _read_tools(con: duckdb.DuckDBPyConnection) -> dict[str, Descriptor]:
@@ -195,8 +197,7 @@ class ReadModelSets:
         with self._read() as con:
             stamp = tuple(run(con, _DIRECTORY_STAMP)[0])
             if directory is None or stamp != self._stamp:
-                before = self._stamp
-                directory = read_directory(con, stamp[-1] or 0, directory, lambda columns: before is None or any(
-                    stamp[column] != before[column] for column in columns))
+                before = None if directory is None or self._stamp is None else (directory, self._stamp)
+                directory = read_directory(con, stamp, before)
         self._directory, self._stamp, self._looked_at = directory, stamp, position
         return directory
