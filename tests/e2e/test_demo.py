@@ -513,15 +513,31 @@ def _stable(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "tyrum": tyrum, "gateway": gateway}
 
 
-def test_demo_twice_in_the_same_home_starts_afresh(demo_run: Run, demo_home: Path) -> None:
+@pytest.mark.postgres
+def test_demo_twice_in_the_same_home_starts_afresh_and_keeps_out_of_a_configured_store(
+        demo_run: Run, demo_home: Path, postgres_url: str) -> None:
+    """The second run also has a TOOLCAT_EVENT_STORE_URL in its environment (the user's real catalog): the
+    demo builds its catalogs in its own fresh home, and that store must not receive the example events."""
+    import psycopg
     # Given the module's demo run in an empty existing directory (it accepted the directory), and a file
     # left in its home
     first = ok(demo_run)
     check_catalogs(first)
     leftover = demo_home / "tyrum" / "leftover.txt"
     leftover.write_text("from the first run\n")
-    # When the demo runs again in the same home, then it starts afresh and tells the same story
-    second = ok(installed("--home", str(demo_home), "demo"))
+    # When the demo runs again in the same home, with a PostgreSQL event store configured
+    run = installed("--home", str(demo_home), "demo", env={"TOOLCAT_EVENT_STORE_URL": postgres_url})
+    # Then that store holds nothing
+    schema = postgres_url.rsplit("schema=", 1)[1]
+    base = postgres_url.split("?", 1)[0]
+    with psycopg.connect(base, autocommit=True) as con:
+        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
+                                            "WHERE table_schema = %s", (schema,)).fetchall()]
+        counts = {t: con.execute(f'SELECT count(*) FROM "{schema}"."{t}"').fetchone()[0] for t in tables}
+    assert not any(counts.values()), f"the demo wrote into the configured PostgreSQL store: {counts}; " \
+                                     f"exit {run.code}, stderr: {run.stderr[-1500:]}"
+    # and the demo started afresh and told the same story
+    second = ok(run)
     check_document(second, demo_home)
     assert not leftover.exists(), "the second run starts from a fresh home"
     assert _stable(second) == _stable(first)
@@ -564,21 +580,3 @@ def test_demo_refuses_a_home_it_did_not_create_and_touches_nothing(tmp_path: Pat
     assert str(target) in run.error["message"], run.error
     assert snapshot(target) == before, "the demo must not touch a home it did not create"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"], "nothing created beside it either"
-
-
-@pytest.mark.postgres
-def test_demo_keeps_out_of_a_configured_postgresql_event_store(tmp_path: Path, postgres_url: str) -> None:
-    """The demo builds its catalogs in its own fresh home: a TOOLCAT_EVENT_STORE_URL in the environment
-    (the user's real catalog) must not receive the example events."""
-    import psycopg
-    home = tmp_path / "demo-home"
-    run = installed("--home", str(home), "demo", env={"TOOLCAT_EVENT_STORE_URL": postgres_url})
-    schema = postgres_url.rsplit("schema=", 1)[1]
-    base = postgres_url.split("?", 1)[0]
-    with psycopg.connect(base, autocommit=True) as con:
-        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
-                                            "WHERE table_schema = %s", (schema,)).fetchall()]
-        counts = {t: con.execute(f'SELECT count(*) FROM "{schema}"."{t}"').fetchone()[0] for t in tables}
-    assert not any(counts.values()), f"the demo wrote into the configured PostgreSQL store: {counts}; " \
-                                     f"exit {run.code}, stderr: {run.stderr[-1500:]}"
-    check_document(ok(run), home)
