@@ -7,7 +7,7 @@ from typing import Any
 import duckdb
 
 from projections.effective.reads import subjects_at, subjects_registered
-from projections.rows import select_rows
+from projections.rows import plain_rows, select_rows
 from projections.schema import as_of_tables
 from projections.sqlfiles import query
 from projections.tracking import read_tracking
@@ -27,7 +27,7 @@ def who_can(con: duckdb.DuckDBPyConnection, tool_key: str, at: int | None = None
                                 "ORDER BY subject_kind, subject", {"k": tool_key})
     else:
         with subjects_registered(con, subjects_at(con, at)):
-            rows = select_rows(con, query("effective_rows", as_of_tables=as_of_tables(one_tool=True))
+            rows = plain_rows(con, query("effective_rows", as_of_tables=as_of_tables(one_tool=True))
                                + "ORDER BY subject_kind, subject", {"at": at, "effective_at": None, "tool": tool_key})
     return [{"subject": f"{r['subject_kind']}:{r['subject']}",
              **{k: r[k] for k in FIELDS if k != "subject"}} for r in rows]

@@ -33,7 +33,7 @@ from infra.report_html import timeline_svg
 from projections import queries
 from projections.audit_report import MET, NOT_MET, audit_report
 from projections.effective.reads import INFINITY, effective_rows, explanation, left_at
-from projections.rows import run, select_rows
+from projections.rows import plain_rows, run, select_rows
 from projections.tracking import read_tracking
 
 # How many of the gateway's latest refusals the denials page lists.
@@ -139,7 +139,7 @@ def changes_view(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], since
     low, high = bound(con, since, "from"), bound(con, until, "to")
     if low > high:
         raise UsageError(f"from ({since}, position {low}) comes after to ({until}, position {high})")
-    versions = select_rows(con, """
+    versions = plain_rows(con, """
         SELECT tool_key, tool_id, provenance, inherited_from, exposure, valid_from, valid_to
         FROM effective_history_for_subject($kind, $name)
         WHERE (valid_from > $low AND valid_from <= $high) OR (valid_to > $low AND valid_to <= $high)""",

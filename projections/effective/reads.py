@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from projections.digest import digest
-from projections.rows import registered, run, scalar, select_rows
+from projections.rows import plain_rows, registered, run, scalar, select_rows
 from projections.schema import as_of_tables
 from projections.sqlfiles import query
 
@@ -50,7 +50,7 @@ def effective_rows(con: duckdb.DuckDBPyConnection, subjects: list[tuple[str, str
     """The effective set of each subject as known at position `at` (default: now) and, when given, in
     effect at time `effective_at`; sorted by subject and tool."""
     with subjects_registered(con, subjects):
-        return select_rows(con, query("effective_rows") + "ORDER BY subject_kind, subject, tool_id",
+        return plain_rows(con, query("effective_rows") + "ORDER BY subject_kind, subject, tool_id",
                            _as_of(at, effective_at))
 
 
@@ -58,7 +58,7 @@ def explain_rows(con: duckdb.DuckDBPyConnection, subject: tuple[str, str], tool_
                  at: int = INFINITY, effective_at: str | None = None) -> list[dict[str, Any]]:
     """Every way the subject is granted the tool, the winner first."""
     with subjects_registered(con, [subject]):
-        return select_rows(con, query("explain", as_of_tables=as_of_tables(one_tool=True)),
+        return plain_rows(con, query("explain", as_of_tables=as_of_tables(one_tool=True)),
                            {**_as_of(at, effective_at), "tool": tool_key})
 
 
