@@ -91,8 +91,9 @@ def plain_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> 
     """`select_rows` without Arrow, for the few rows of a command line read (loading pyarrow costs about
     40 ms of its start), and for a long query text: `con.sql` parses, tokenizes and binds the text in
     Python before running it (≈ 55 ms of CPU of the ≈ 130 ms of who-can for one tool at a past position
-    on the bench catalog), `con.execute` runs it as it is. Only for plain columns (text, integers, booleans, floats, dates): DuckDB's own
-    conversion answers a UUID, MAP, INTERVAL, HUGEINT or TIMESTAMPTZ otherwise than Arrow's."""
+    on the bench catalog), `con.execute` runs it as it is. Only for plain columns (text, integers,
+    booleans, floats, dates): DuckDB's own conversion answers a UUID, MAP, INTERVAL, HUGEINT or
+    TIMESTAMPTZ otherwise than Arrow's."""
     cursor = con.execute(sql, params or [])
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
