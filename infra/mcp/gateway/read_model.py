@@ -28,15 +28,19 @@ from projections.sqlfiles import query
 
 Reader = Callable[[], "contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]"]
 
-# One statement: whether anything the directory holds changed (the latest version of each of its tables).
-_DIRECTORY_STAMP = """
-SELECT (SELECT max(updated_position) FROM tools), (SELECT max(updated_position) FROM aliases),
-       (SELECT max(position) FROM alias_milestones),
-       (SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM tool_class_history),
-       (SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM route_rule_history),
-       (SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM mcp_server_history),
-       (SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM mcp_tool_history),
-       (SELECT position FROM tracking WHERE projection = 'catalog')"""
+# One statement: whether anything the directory holds changed (the latest version of each of its tables), a
+# row per table in this order (the stamp's columns). A UNION ALL rather than one row of scalar subqueries:
+# DuckDB plans those as an eight-way join whose join-order search took ≈ 4 of the stamp's 5.4 ms (1.4-1.8 ms
+# now, 1,000 tools), on the event loop after every batch.
+_DIRECTORY_STAMP = " UNION ALL ".join(f"SELECT {column} AS stamp_column, ({query}) AS stamp"
+                                      for column, query in enumerate((
+    "SELECT max(updated_position) FROM tools", "SELECT max(updated_position) FROM aliases",
+    "SELECT max(position) FROM alias_milestones",
+    "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM tool_class_history",
+    "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM route_rule_history",
+    "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM mcp_server_history",
+    "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM mcp_tool_history",
+    "SELECT position FROM tracking WHERE projection = 'catalog'"))) + " ORDER BY stamp_column"
 
 _TOOLS = """
 SELECT t.canonical_id, t.tool_key, t.description, t.input_schema, t.risk, t.visibility, t.source,
@@ -195,7 +199,7 @@ class ReadModelSets:
         if directory is not None and self._looked_at >= position:
             return directory
         with self._read() as con:
-            stamp = tuple(run(con, _DIRECTORY_STAMP)[0])
+            stamp = tuple(value for _column, value in run(con, _DIRECTORY_STAMP))
             if directory is None or stamp != self._stamp:
                 before = None if directory is None or self._stamp is None else (directory, self._stamp)
                 directory = read_directory(con, stamp, before)
