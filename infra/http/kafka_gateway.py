@@ -30,7 +30,7 @@ from infra import kafka_clients
 from infra.http.auth import TokenBook, tokens_configured
 from infra.http.hosts import HostCheck, served_names
 from infra.http.mcp_endpoint import McpEndpoint
-from infra.http.server import bind
+from infra.http.server import bind, settle_heap, unsettle_heap
 from infra.mcp.gateway.decisions import DecisionLog, as_message
 from infra.mcp.gateway.gateway import Gateway
 from infra.mcp.gateway.kafka_sets import KafkaFeed, KafkaSets
@@ -87,6 +87,9 @@ def serve_gateway(settings: Settings, host: str, port: int, say: Callable[[str],
                      settings.kafka_events_topic, settings.kafka_effective_topic)
     try:
         feed.start(CATCH_UP_SECONDS)
+        # As `toolcat serve` does once caught up: the sets and descriptors read stay out of the collector's
+        # full passes (a 1,000-tool listing spent 28-33 ms of CPU with them walked, 8-9 ms without).
+        settle_heap()
         endpoint = KafkaMcpEndpoint(sets, settings, TokenBook(settings.home, secrets.token_urlsafe(32)))
         url = f"http://{host}:{sock.getsockname()[1]}"
         say(f"gateway at {url}/mcp fed by {settings.kafka_effective_topic} and {settings.kafka_events_topic} "
@@ -105,4 +108,5 @@ def serve_gateway(settings: Settings, host: str, port: int, say: Callable[[str],
     finally:
         feed.stop()
         sock.close()
+        unsettle_heap()
     return {"url": f"{url}/mcp", "position": sets.position, "source": "kafka"}

@@ -59,11 +59,16 @@ def _check_can_serve(settings: Settings, host: str) -> None:
                        url=running.url, pid=running.pid)
 
 
-def _freeze_heap() -> None:
+def settle_heap() -> None:
     """What start-up made (the catalog's aggregates, the read model's catch-up, the framework) stays: frozen,
     the collector's full passes while serving no longer walk it (≈ 30–45 ms each before)."""
     gc.collect()
     gc.freeze()
+
+
+def unsettle_heap() -> None:
+    """After serving: frozen objects are never finalized (DuckDB's bindings would report them leaked at exit)."""
+    gc.unfreeze()
 
 
 def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[str], None],
@@ -95,7 +100,7 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
     # Once caught up (the follower runs these, after create_app's: the kept answers warmed): the first
     # snapshot, the integrity checks (they compare with it), then the heap frozen. Until then the server
     # answers probes, and refuses reads (503).
-    state.on_caught_up += [publisher.start, state.integrity.start, _freeze_heap]
+    state.on_caught_up += [publisher.start, state.integrity.start, settle_heap]
     # FastAPI builds a router's routes (a pydantic adapter per parameter and body) at the first request that
     # reaches it: the first write held the event loop 60 ms idle and ≈ 0.5 s at 200 writes/s, every write and
     # list_changed queued behind it. The OpenAPI document builds them all (and is kept), before the heap is
@@ -118,5 +123,5 @@ def serve(settings: Settings, host: str, port: int, source: str, say: Callable[[
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        gc.unfreeze()  # frozen objects are never finalized: DuckDB's bindings would report them leaked at exit
+        unsettle_heap()
     return {"url": address.url, "position": state.position, "source": source}
