@@ -93,13 +93,11 @@ contested AS MATERIALIZED (  -- the (subject, tool) pairs granted more than one 
 ),
 ranked AS (  -- a pair granted one way has that way in place 1: a window over every candidate (≈ 3.1M rows
     -- at a million events, all but ≈ 900 pairs granted one way) was most of a full refresh's cost
-    SELECT c.*, 1::BIGINT AS place FROM candidates c
-    WHERE NOT EXISTS (SELECT 1 FROM contested w WHERE w.kind = c.kind AND w.name = c.name AND w.tool_key = c.tool_key)
+    SELECT *, 1::BIGINT AS place FROM candidates ANTI JOIN contested USING (kind, name, tool_key)
     UNION ALL
     SELECT *, row_number() OVER (PARTITION BY kind, name, tool_key
                                  ORDER BY rank, depth, provenance, position) AS place
-    FROM candidates c
-    WHERE EXISTS (SELECT 1 FROM contested w WHERE w.kind = c.kind AND w.name = c.name AND w.tool_key = c.tool_key)
+    FROM candidates SEMI JOIN contested USING (kind, name, tool_key)
 ),
 described AS (
     SELECT r.*, t.canonical_id AS tool_id, t.namespace, t.description,

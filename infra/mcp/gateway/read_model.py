@@ -32,15 +32,16 @@ Reader = Callable[[], "contextlib.AbstractContextManager[duckdb.DuckDBPyConnecti
 # row per table in this order (the stamp's columns). A UNION ALL rather than one row of scalar subqueries:
 # DuckDB plans those as an eight-way join whose join-order search took ≈ 4 of the stamp's 5.4 ms (1.4-1.8 ms
 # now, 1,000 tools), on the event loop after every batch.
-_DIRECTORY_STAMP = " UNION ALL ".join(f"SELECT {column} AS stamp_column, ({query}) AS stamp"
-                                      for column, query in enumerate((
+_STAMP_COLUMNS = (
     "SELECT max(updated_position) FROM tools", "SELECT max(updated_position) FROM aliases",
     "SELECT max(position) FROM alias_milestones",
     "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM tool_class_history",
     "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM route_rule_history",
     "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM mcp_server_history",
     "SELECT max(greatest(valid_from, coalesce(valid_to, 0))) FROM mcp_tool_history",
-    "SELECT position FROM tracking WHERE projection = 'catalog'"))) + " ORDER BY stamp_column"
+    "SELECT position FROM tracking WHERE projection = 'catalog'")
+_DIRECTORY_STAMP = " UNION ALL ".join(f"SELECT {column} AS stamp_column, ({latest}) AS stamp"
+                                      for column, latest in enumerate(_STAMP_COLUMNS)) + " ORDER BY stamp_column"
 
 _TOOLS = """
 SELECT t.canonical_id, t.tool_key, t.description, t.input_schema, t.risk, t.visibility, t.source,
