@@ -8,7 +8,9 @@ load balancer. Tokens are the home's token file (digests only), shared by the re
 read model. Decisions go to Kafka `toolcat.decisions` (there is no table here to hold them).
 
 Besides `/mcp` it answers `GET /v1/health` (the position its directory reached, its open sessions) for a
-load balancer's checks, and `GET /metrics` (the gateway's calls, latency, sessions and upstream errors)."""
+load balancer's checks (503 `failing`, naming the message, once an event it cannot read stopped its feed:
+from then on it refuses every listing and call rather than serve sets it no longer follows; `degraded`, with
+the subjects, while a subject's latest changelog message cannot be read: that subject alone is refused), and `GET /metrics` (the gateway's calls, latency, sessions and upstream errors)."""
 from __future__ import annotations
 
 import contextlib
@@ -65,8 +67,13 @@ def create_gateway_app(endpoint: KafkaMcpEndpoint, sets: KafkaSets) -> Starlette
             yield
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "source": "kafka", "position": sets.position,
-                             "sessions": endpoint.gateway.open_sessions})
+        document = {"status": "ok", "source": "kafka", "position": sets.position,
+                    "sessions": endpoint.gateway.open_sessions}
+        if sets.failure is not None:  # out of the load balancer: its sets are no longer kept up to date
+            return JSONResponse({**document, "status": "failing", "failure": sets.failure}, status_code=503)
+        if sets.unreadable:  # every replica reads the same topic: taking this one out would help nobody
+            return JSONResponse({**document, "status": "degraded", "unreadable": dict(sets.unreadable)})
+        return JSONResponse(document)
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(endpoint.registry), media_type=CONTENT_TYPE_LATEST)
     return Starlette(routes=[Route("/v1/health", health, methods=["GET"]), Route("/metrics", metrics, methods=["GET"]),

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from domain.errors import Unavailable
 from infra import kafka_clients
 from infra.dev.bench_gateway import Endpoint, echo_upstream, listed as listed_over_mcp, mcp_client
 from infra.mcp.gateway.kafka_sets import DirectoryFold, KafkaFeed, KafkaSets
@@ -108,6 +109,50 @@ def test_two_replicas_read_from_the_beginning_hold_the_same_answers(kafka_settin
     finally:
         a.stop()
         b.stop()
+
+
+def test_messages_the_feed_cannot_read_fail_closed_and_say_where_they_are(kafka_settings: Settings,
+                                                                         upstream: str) -> None:
+    from starlette.testclient import TestClient
+
+    from infra.http.auth import TokenBook
+    from infra.http.kafka_gateway import KafkaMcpEndpoint, create_gateway_app
+    # given a replica fed by the catalog's topics, serving each agent its set
+    given_a_catalog_with_an_echo_server(kafka_settings, upstream)
+    sets, feed = fed(kafka_settings)
+    health = TestClient(create_gateway_app(KafkaMcpEndpoint(sets, kafka_settings, TokenBook(kafka_settings.home, "k")),
+                                           sets)).get
+    producer = kafka_clients.producer(kafka_settings)
+    try:
+        assert sets.subject_set(BOT).tools == ("mcp.echo.echo",) and health("/v1/health").json()["status"] == "ok"
+        # when another producer writes something that is not a set under agent:bot's key
+        producer.publish(kafka_settings.kafka_effective_topic, [(BOT.encode(), b"{not json")])
+        wait_for(lambda: BOT in sets.unreadable, 30, lambda: "the feed to meet the message")
+        # then agent:bot's set is refused, saying why, while the other agent keeps its own
+        with pytest.raises(Unavailable, match=f"latest message for {BOT} could not be read"):
+            sets.subject_set(BOT)
+        assert sets.subject_set(OTHER).tools == ("mcp.echo.echo-00001",)
+        answer = health("/v1/health")
+        assert answer.status_code == 200 and answer.json()["status"] == "degraded"
+        assert list(answer.json()["unreadable"]) == [BOT]
+        # when the catalog publishes agent:bot's set again, it is served again
+        ok(toolcat("grant", "add", BOT, "mcp.echo.echo-00001", home=kafka_settings.home, settings=kafka_settings))
+        publish(kafka_settings)
+        wait_for(lambda: BOT not in sets.unreadable, 30, lambda: "agent:bot's next set")
+        assert sets.subject_set(BOT).tools == ("mcp.echo.echo", "mcp.echo.echo-00001")
+
+        # when something that is not an event lands on the events topic
+        producer.publish(kafka_settings.kafka_events_topic, [(None, b"[1, 2]")])
+        wait_for(lambda: sets.failure is not None, 30, lambda: "the feed to stop")
+        # then the feed stops, naming the message; health takes the replica out, and no set is served
+        assert f"a message of {kafka_settings.kafka_events_topic} partition 0" in sets.failure
+        answer = health("/v1/health")
+        assert answer.status_code == 503 and answer.json()["failure"] == sets.failure
+        with pytest.raises(Unavailable, match="no longer follows the catalog"):
+            sets.subject_set(OTHER)
+    finally:
+        feed.stop()
+        producer.close()
 
 
 def test_an_agent_lists_and_calls_through_gateway_from_kafka_and_a_revoke_reaches_it(

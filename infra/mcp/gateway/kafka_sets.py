@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,8 @@ from consumers.changelog import CAUGHT_UP_KEY
 from domain.subjects import parse_subject
 from domain.window import earliest_removal
 from infra.mcp.gateway.source import Changed, Descriptor, Directory, Name, SubjectSet, subscription
+
+log = logging.getLogger("toolcat.gateway")
 
 
 class DirectoryFold:
@@ -182,6 +185,9 @@ class KafkaSets:
         self._sets: dict[str, SubjectSet] = {}
         self._held: dict[str, SubjectSet] = {}  # snapshots ahead of the directory, until it reaches them
         self._listeners: list[Changed] = []
+        self.failure: str | None = None  # why the feed stopped: the sets are no longer kept up to date
+        # subject → why its latest changelog message could not be read: refused until a readable one comes
+        self.unreadable: dict[str, str] = {}
 
     # -- fed by the consumers --------------------------------------------------------------------------
     def feed_events(self, values: list[bytes | None]) -> None:
@@ -213,7 +219,13 @@ class KafkaSets:
                     if self._sets.pop(subject, None) is not None:
                         told.append(subject)
                     continue
-                found = subject_set(json.loads(value))
+                try:
+                    found = subject_set(json.loads(value))
+                except (ValueError, TypeError, KeyError, AttributeError) as error:  # another producer's, damaged
+                    self._unreadable(subject, f"{type(error).__name__}: {error}")
+                    told.append(subject)
+                    continue
+                self.unreadable.pop(subject, None)
                 held = self._held.get(subject) or self._sets.get(subject)
                 if held is not None and found.position <= held.position:
                     continue  # a repeat (delivery is at least once)
@@ -226,12 +238,27 @@ class KafkaSets:
         if told:
             self._tell(position, told)
 
+    def _unreadable(self, subject: str, reason: str) -> None:
+        """(Under the lock) the subject's latest set cannot be read: it is refused (fail closed) until a
+        readable message of its key follows, which a replica reading from the beginning meets too."""
+        self.unreadable[subject] = reason
+        self._held.pop(subject, None)
+        self._sets.pop(subject, None)
+        log.error("the changelog's latest message for %s could not be read (%s): its set is refused until a "
+                  "readable one arrives", subject, reason)
+
     def _tell(self, position: int, subjects: list[str] | None) -> None:
         for listener in list(self._listeners):
             listener(position, subjects)
 
     # -- SetSource -------------------------------------------------------------------------------------
     def subject_set(self, subject: str) -> SubjectSet:
+        if self.failure is not None:  # fail closed: a set no longer followed may still hold a revoked tool
+            raise Unavailable(f"this gateway no longer follows the catalog ({self.failure}); its sets are "
+                              "refused until it is restarted")
+        if subject in self.unreadable:
+            raise Unavailable(f"the changelog's latest message for {subject} could not be read "
+                              f"({self.unreadable[subject]}): its set is refused until a readable one arrives")
         found = self._sets.get(subject)
         if found is None:
             with self._lock:
@@ -284,16 +311,18 @@ class KafkaFeed:
             while not self._stop.is_set():
                 events = self._events.poll(100)
                 if events:
-                    self.sets.feed_events([m.value for m in events])
+                    _applied(events, lambda: self.sets.feed_events([m.value for m in events]))
                 changes = self._changelog.poll(0 if events else 100)
                 if changes:
-                    self.sets.feed_changelog([(m.key, m.value) for m in changes])
+                    _applied(changes, lambda: self.sets.feed_changelog([(m.key, m.value) for m in changes]))
                 # Caught up: both topics answered nothing three times in a row (their history is read).
                 quiet = 0 if events or changes else quiet + 1
                 if quiet >= 3:
                     self.caught_up.set()
         except BaseException as error:  # noqa: BLE001 - told to whoever waits, and the endpoint's health
             self.failure = error
+            self.sets.failure = str(error)
+            log.error("the gateway's Kafka feed stopped: %s", error)
             self.caught_up.set()
 
     def stop(self) -> None:
@@ -304,3 +333,15 @@ class KafkaFeed:
             with contextlib.suppress(Exception):
                 consumer.close()
 
+
+
+def _applied(records: list[Any], apply: Callable[[], None]) -> None:
+    """`apply()` the polled `records`; a message it cannot take stops the feed, naming where it is. (An
+    unreadable set on the changelog stops only its subject: KafkaSets.unreadable. A missing event could be
+    a retirement or a revoked rule, so an unreadable one on the events topic stops everything.)"""
+    try:
+        apply()
+    except Exception as error:
+        first, last = records[0], records[-1]
+        raise Unavailable(f"a message of {first.topic} partition {first.partition} between offsets {first.offset} "
+                          f"and {last.offset} could not be read: {type(error).__name__}: {error}") from error
