@@ -11,6 +11,8 @@ streamable HTTP); every client is the official SDK's client, as an agent's would
   session listens, each timed from the write being sent until the first list_changed received after it
   whose following tools/list shows the tool.
 
+The call figures are measured first through the reference, the thinnest proxy on the same SDK with no policy
+(infra/dev/thin_proxy.py, `reference_proxy`): what any proxy on this SDK costs, on the same machine and run.
 The gateway figures are measured through `toolcat serve` (`/mcp`) and, when a broker is at hand
 (TOOLCAT_KAFKA_BOOTSTRAP), through `toolcat gateway --from kafka` fed by that server's changelog."""
 from __future__ import annotations
@@ -20,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -69,7 +70,21 @@ class Endpoint:
 def echo_upstream(tools: int, pids: list[int] | None = None) -> Iterator[str]:
     """The echo server with `tools` tools, in its own process; its URL while the block runs (its process ID
     appended to `pids` when given)."""
-    process = subprocess.Popen([sys.executable, "-m", "infra.dev.echo_mcp", "--port", "0", "--tools", str(tools)],
+    with mcp_process(["infra.dev.echo_mcp", "--tools", str(tools)], "the echo MCP server", pids) as url:
+        yield url
+
+
+@contextmanager
+def thin_proxy_of(upstream: str, pids: list[int] | None = None) -> Iterator[str]:
+    """The thinnest proxy on the SDK (infra/dev/thin_proxy.py) in front of `upstream`, as echo_upstream."""
+    with mcp_process(["infra.dev.thin_proxy", "--upstream", upstream], "the thin MCP proxy", pids) as url:
+        yield url
+
+
+@contextmanager
+def mcp_process(module_args: list[str], what: str, pids: list[int] | None) -> Iterator[str]:
+    """`python -m MODULE ARGS --port 0`, an MCP server that prints `listening on URL` once it accepts."""
+    process = subprocess.Popen([sys.executable, "-m", *module_args, "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if pids is not None:
         pids.append(process.pid)
@@ -77,7 +92,7 @@ def echo_upstream(tools: int, pids: list[int] | None = None) -> Iterator[str]:
         assert process.stdout is not None
         line = process.stdout.readline()
         if not line.startswith("listening on "):
-            raise RuntimeError(f"the echo MCP server did not start (exit {process.poll()})")
+            raise RuntimeError(f"{what} did not start (exit {process.poll()})")
         yield line.split()[-1]
     finally:
         process.terminate()
@@ -206,12 +221,17 @@ class LeanClient:
 
     def listed(self) -> int:
         """How many tools the server lists, page after page."""
-        count, params = 0, {}
+        return len(self.names())
+
+    def names(self) -> list[str]:
+        """The names of the tools the server lists, page after page."""
+        names: list[str] = []
+        params: dict[str, Any] = {}
         while True:
             page = self.post("tools/list", params)
-            count += len(page["tools"])
+            names += [tool["name"] for tool in page["tools"]]
             if not page.get("nextCursor"):
-                return count
+                return names
             params = {"cursor": page["nextCursor"]}
 
     def close(self) -> None:
@@ -251,27 +271,27 @@ def _cpu_ms_per_call(pid: int | None, run: Callable[[], float], seconds: float) 
 
 
 def call_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, gateway_pid: int | None = None,
-                 upstream_pid: int | None = None) -> dict[str, Any]:
+                 upstream_pid: int | None = None, via: str = "gateway") -> dict[str, Any]:
     """Latency and throughput through the gateway, each beside the direct path's of the same run; with the
     processes' IDs, the CPU time the gateway spent per call of the throughput run beside the echo server's
     per direct call (steadier than latency on a shared machine; a call through the gateway is one server's
-    work and one client's)."""
+    work and one client's). `via` names the middle path in the figures (the reference proxy's: `proxy`)."""
     import anyio
-    samples = anyio.run(call_latencies, {"direct": direct, "gateway": gateway}, sizes.calls)
+    samples = anyio.run(call_latencies, {"direct": direct, via: gateway}, sizes.calls)
     direct_calls = percentiles(samples["direct"])
-    gateway_calls = percentiles(samples["gateway"])
+    gateway_calls = percentiles(samples[via])
     direct_rate, upstream_cpu_ms = _cpu_ms_per_call(upstream_pid, lambda: anyio.run(throughput, direct, sizes.seconds),
                                                     sizes.seconds)
     gateway_rate, cpu_ms = _cpu_ms_per_call(gateway_pid, lambda: anyio.run(throughput, gateway, sizes.seconds),
                                             sizes.seconds)
     return {
-        "call_latency": {"direct": direct_calls, "gateway": gateway_calls,
+        "call_latency": {"direct": direct_calls, via: gateway_calls,
                          "added_median_ms": round(gateway_calls["median_ms"] - direct_calls["median_ms"], 3),
                          "added_p99_ms": round(gateway_calls["p99_ms"] - direct_calls["p99_ms"], 3)},
         "throughput": {"sessions": SESSIONS, "seconds": sizes.seconds, "direct_calls_per_s": direct_rate,
-                       "gateway_calls_per_s": gateway_rate,
+                       f"{via}_calls_per_s": gateway_rate,
                        "vs_direct": round(gateway_rate / direct_rate, 3) if direct_rate else None,
-                       "gateway_cpu_ms_per_call": cpu_ms, "upstream_cpu_ms_per_direct_call": upstream_cpu_ms}}
+                       f"{via}_cpu_ms_per_call": cpu_ms, "upstream_cpu_ms_per_direct_call": upstream_cpu_ms}}
 
 
 def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, pids: dict[str, int | None] | None = None
@@ -295,51 +315,56 @@ def list_figures(direct: Endpoint, gateway: Endpoint, sizes: Sizes, pids: dict[s
 
 
 async def list_changed_latencies(path: Endpoint, grant: Callable[[str], None], tools: list[str],
-                                 per_second: int, seconds: float) -> dict[str, Any]:
+                                 per_second: int, seconds: float, connect: Callable[[], None] | None = None
+                                 ) -> dict[str, Any]:
     """Grants of `tools` to the session's subject at `per_second` (WRITERS threads calling `grant(tool)`),
     each timed from being sent until the first `list_changed` received after it whose following tools/list
     shows the tool. (A list started after a notice may show a write whose own notice is still on its way:
     that write is counted from the earlier notice, at most one listing early.) Beside it, as its baseline, each
-    write's time to its own answer (`write_answered`): the part spent before the server could tell anyone."""
+    write's time to its own answer (`write_answered`): the part spent before the server could tell anyone.
+    `connect()`, when given, runs in each writing thread before the clock starts (its client made then).
+    The listings that attribute the notices are the lean client's, in a thread: the SDK's client spends up
+    to ≈ 0.2 s of this process's CPU on a listing (LeanClient), in the loop that hears the notices, on the
+    two cores the servers measured share."""
     import anyio
     from infra.dev.bench_serve import _paced
     arrivals: list[float] = []
     sent: dict[str, float] = {}
     latencies: list[float] = []
     answered: list[float] = []
-    async with mcp_client(path, lambda: arrivals.append(time.perf_counter())) as session:
-        attributed = {tool.name for tool in await listed(session)}
-        finished: list[float] = []
+    with contextlib.closing(LeanClient(path)) as lean:
+        async with mcp_client(path, lambda: arrivals.append(time.perf_counter())):
+            attributed = set(await anyio.to_thread.run_sync(lean.names))
+            finished: list[float] = []
 
-        def writes() -> None:
-            def one(index: int) -> None:
-                sent[tools[index]] = started = time.perf_counter()
-                grant(tools[index])
-                answered.append((time.perf_counter() - started) * 1000)
-            _paced(per_second, seconds, WRITERS, one)
-            finished.append(time.perf_counter())
+            def writes() -> None:
+                def one(index: int) -> None:
+                    sent[tools[index]] = started = time.perf_counter()
+                    grant(tools[index])
+                    answered.append((time.perf_counter() - started) * 1000)
+                _paced(per_second, seconds, WRITERS, one, connect)
+                finished.append(time.perf_counter())
 
-        async def follow() -> None:
-            followed = 0
-            while not finished or len(attributed & sent.keys()) < len(sent):
-                if finished and time.perf_counter() - finished[0] > 30:
-                    return
-                if len(arrivals) == followed:
-                    await anyio.sleep(0.001)
-                    continue
-                followed = len(arrivals)
-                notices = arrivals[:followed]
-                for tool in await listed(session):
-                    name = tool.name
-                    if name in attributed or name not in sent:
+            async def follow() -> None:
+                followed = 0
+                while not finished or len(attributed & sent.keys()) < len(sent):
+                    if finished and time.perf_counter() - finished[0] > 30:
+                        return
+                    if len(arrivals) == followed:
+                        await anyio.sleep(0.001)
                         continue
-                    notice = next((at for at in notices if at >= sent[name]), None)
-                    if notice is not None:  # else its own notice is yet to come: counted from that one
-                        attributed.add(name)
-                        latencies.append((notice - sent[name]) * 1000)
-        async with anyio.create_task_group() as group:
-            group.start_soon(follow)
-            await anyio.to_thread.run_sync(writes)
+                    followed = len(arrivals)
+                    notices = arrivals[:followed]
+                    for name in await anyio.to_thread.run_sync(lean.names):
+                        if name in attributed or name not in sent:
+                            continue
+                        notice = next((at for at in notices if at >= sent[name]), None)
+                        if notice is not None:  # else its own notice is yet to come: counted from that one
+                            attributed.add(name)
+                            latencies.append((notice - sent[name]) * 1000)
+            async with anyio.create_task_group() as group:
+                group.start_soon(follow)
+                await anyio.to_thread.run_sync(writes)
     return {"writes": len(sent), "seen": len(latencies), "notices": len(arrivals),
             "writes_per_s": rate(len(sent), finished[0] - min(sent.values())) if sent else 0.0,
             **(percentiles(latencies) if latencies else {}),
@@ -421,6 +446,10 @@ class GatewayFigures:
         with echo_upstream(self.sizes.tools, self.upstream_pids) as url:
             direct = Endpoint(url, "echo")
             results: dict[str, Any] = {"upstream_tools": self.sizes.tools, "sessions": SESSIONS}
+            self.say("bench: the reference, the thinnest proxy on the same SDK…")
+            with thin_proxy_of(url, self.upstream_pids) as proxy_url:
+                results["reference_proxy"] = call_figures(direct, Endpoint(proxy_url, "echo"), self.sizes,
+                                                          self.upstream_pids[-1], self.upstream_pids[0], via="proxy")
             self.say("bench: gateway through toolcat serve (/mcp)…")
             results["serve"] = self._through_serve(direct)
             self.say("bench: gateway through gateway --from kafka…")
@@ -482,25 +511,23 @@ class GatewayFigures:
         gateway = Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {bench}"})
         figures = {**call_figures(direct, gateway, sizes, gateway_pid, self.upstream_pids[0]),
                    **list_figures(direct, gateway, sizes, {"direct": self.upstream_pids[0], "gateway": gateway_pid})}
-        local, clients = threading.local(), []
+        # One client per writing thread, connected before the clock starts (_paced's `prepare`): made inside
+        # the timed writes, the 32 clients (an SSL context each, ≈ 19 ms of this process's CPU) were the first
+        # writes' answers (≈ 0.6 s) and the p99 of write_answered and of list_changed.
+        from infra.dev.bench_serve import _ThreadClients
+        template = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin}"})
 
         def grant(tool: str) -> None:
-            if not hasattr(local, "client"):  # one client per writing thread, kept open
-                local.client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin}"}, timeout=60)
-                clients.append(local.client)
-            local.client.post("/v1/grant/add", json={"subject": "agent:listener", "target": tool}).raise_for_status()
+            clients.client.post("/v1/grant/add", json={"subject": "agent:listener", "target": tool}).raise_for_status()
         # as many writes as the rate and time ask, and the echo server has tools to grant
         seconds = min(sizes.seconds, len(tools) / sizes.writes_per_s)
         processes = {"server": server_pid, **({"gateway": gateway_pid} if gateway_pid != server_pid else {})}
         before = {name: cpu_seconds(pid) for name, pid in processes.items()}
-        try:
+        with template, _ThreadClients(template) as clients:
             changed = anyio.run(
                 list_changed_latencies, Endpoint(mcp_url, "mcp.echo.echo", {"Authorization": f"Bearer {listener}"}),
-                grant, tools[:int(sizes.writes_per_s * seconds)], sizes.writes_per_s, seconds)
-            figures["list_changed"] = {**changed, "cpu_ms_per_write": {
-                name: round((cpu_seconds(pid) - before[name]) * 1000 / max(1, changed["writes"]), 2)
-                for name, pid in processes.items()}}
-        finally:
-            for client in clients:
-                client.close()
+                grant, tools[:int(sizes.writes_per_s * seconds)], sizes.writes_per_s, seconds, clients.connect)
+        figures["list_changed"] = {**changed, "cpu_ms_per_write": {
+            name: round((cpu_seconds(pid) - before[name]) * 1000 / max(1, changed["writes"]), 2)
+            for name, pid in processes.items()}}
         return figures
