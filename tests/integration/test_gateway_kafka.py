@@ -269,6 +269,31 @@ def test_a_set_ahead_of_the_directory_waits_for_it() -> None:
     assert told and told[-1][0] == 2
 
 
+def test_a_set_that_only_takes_tools_away_is_applied_without_waiting_for_the_directory() -> None:
+    # given agent:bot served tools t and u, the directory at position 3
+    import json
+    sets = KafkaSets()
+    sets.feed_events([json.dumps(event).encode() for event in (
+        envelope(1, "Agent.Created", {"name": "bot", "unit": "bots", "state_mode": "stateful"}, "agent-1"),
+        envelope(2, "Tool.Registered", {"tool_id": "t", "spec": {}}, "tool-1"),
+        envelope(3, "Tool.Registered", {"tool_id": "u", "spec": {}}, "tool-2"))])
+
+    def snapshot(position: int, tools: list[str]) -> None:
+        document = {"schema": "toolcat.effective/v1", "subject": BOT, "position": position,
+                    "tools": [{"tool_id": tool, "exposure": "enabled"} for tool in tools]}
+        sets.feed_changelog([(BOT.encode(), json.dumps(document).encode())])
+    snapshot(3, ["t", "u"])
+    told: list[Any] = []
+    sets.subscribe(lambda position, subjects: told.append(subjects))
+    # when the changelog brings a revoke of u at position 9, before the relay brought its event
+    snapshot(9, ["t"])
+    # then it applies at once, and the subject's sessions are told
+    assert sets.subject_set(BOT).tools == ("t",) and told == [[BOT]]
+    # but a set that adds a tool still waits for the directory to reach its position
+    snapshot(10, ["t", "u"])
+    assert sets.subject_set(BOT).tools == ("t",) and told == [[BOT]]
+
+
 def test_the_fold_gives_each_synced_tool_what_its_server_listed() -> None:
     """The descriptors from Kafka carry a synced tool's title, output schema and hints as the read model's
     do (McpServer.Synced version 2), and none for a sync of version 1, which recorded none."""

@@ -10,7 +10,8 @@
 Both topics are read from their beginning at start (the changelog is compacted; the events topic is the
 whole history), so every replica holds the same state for the same offsets: replicas are interchangeable.
 A snapshot is held back until the directory has reached its position, so a set never names a tool whose
-descriptor has not arrived yet; its listeners hear of it then."""
+descriptor has not arrived yet; its listeners hear of it then. A snapshot that only takes tools away is
+applied at once (it can only refuse more)."""
 from __future__ import annotations
 
 import contextlib
@@ -229,9 +230,10 @@ class KafkaSets:
                 held = self._held.get(subject) or self._sets.get(subject)
                 if held is not None and found.position <= held.position:
                     continue  # a repeat (delivery is at least once)
-                if found.position > self._fold.position:
+                if found.position > self._fold.position and not _only_takes_away(found, self._sets.get(subject)):
                     self._held[subject] = found
                 else:
+                    self._held.pop(subject, None)
                     self._sets[subject] = found
                     told.append(subject)
             position = self._fold.position
@@ -333,6 +335,14 @@ class KafkaFeed:
             with contextlib.suppress(Exception):
                 consumer.close()
 
+
+
+def _only_takes_away(found: SubjectSet, served: SubjectSet | None) -> bool:
+    """Whether `found` only removes tools from the set `served` now: such a set (a revoke, an unbinding, a
+    retirement) is applied without waiting for the directory to reach its position, since with any
+    directory it allows nothing the served set did not; so a revoke reaches the sessions as soon as the
+    changelog does, not once the relay has carried its event too."""
+    return served is not None and set(found.tools) <= set(served.tools)
 
 
 def _applied(records: list[Any], apply: Callable[[], None]) -> None:
