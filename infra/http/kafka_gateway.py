@@ -7,10 +7,11 @@ start. Replicas are interchangeable (each reads everything; no consumer group), 
 load balancer. Tokens are the home's token file (digests only), shared by the replicas; the home holds no
 read model. Decisions go to Kafka `toolcat.decisions` (there is no table here to hold them).
 
-Besides `/mcp` it answers `GET /v1/health` (the position its directory reached, its open sessions) for a
-load balancer's checks (503 `failing`, naming the message, once an event it cannot read stopped its feed:
-from then on it refuses every listing and call rather than serve sets it no longer follows; `degraded`, with
-the subjects, while a subject's latest changelog message cannot be read: that subject alone is refused), and `GET /metrics` (the gateway's calls, latency, sessions and upstream errors)."""
+Besides `/mcp` it answers `GET /metrics` (the gateway's calls, latency, sessions and upstream errors) and
+`GET /v1/health` (the position its directory reached, its open sessions) for a load balancer's checks: 503
+`failing`, naming the message, once an event it cannot read stopped its feed (from then on it refuses every
+listing and call rather than serve sets it no longer follows); `degraded`, with the subjects, while a
+subject's latest changelog message cannot be read (that subject alone is refused)."""
 from __future__ import annotations
 
 import contextlib

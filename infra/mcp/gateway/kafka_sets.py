@@ -336,7 +336,6 @@ class KafkaFeed:
                 consumer.close()
 
 
-
 def _only_takes_away(found: SubjectSet, served: SubjectSet | None) -> bool:
     """Whether `found` only removes tools from the set `served` now: such a set (a revoke, an unbinding, a
     retirement) is applied without waiting for the directory to reach its position, since with any
